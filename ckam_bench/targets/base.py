@@ -1,0 +1,144 @@
+"""The target interface every benchmark distribution implements.
+
+A target is an unnormalised log density ``log π(x)`` on ``R^dim``. Subclasses implement the
+*uncounted* primitives (``_log_density`` and, when they have one, ``_grad_log_density``);
+the public ``log_density`` / ``grad_log_density`` wrap them and count evaluations, so the
+trace can report cost in density and gradient evaluations. Metrics and tests call the
+uncounted primitives, so evaluation work never inflates a sampler's counts.
+
+Optional capabilities (exact draws, exact 1-D marginals, known moments, exact bin masses)
+are advertised by the ``has_*`` properties; calling a missing one raises
+:class:`CapabilityError` with the target's name.
+
+Pseudo-marginal targets (``noisy = True``) return an unbiased *estimate* of the density:
+a sampler must keep the estimate at its current state and never recompute it. All samplers
+in ckam-bench store ``logp`` of the current state in their state, so this holds by design.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class CapabilityError(RuntimeError):
+    """A target was asked for something it cannot provide (e.g. exact draws)."""
+
+
+class Target:
+    """Base class for targets.
+
+    Attributes
+    ----------
+    name : short name used in traces and figures.
+    dim : dimension d.
+    start : default start point, shape (d,).
+    box : plotting / KL box, shape (d, 2) of [low, high] per coordinate.
+    noisy : True for pseudo-marginal targets (density is a random estimate).
+    n_density, n_grad : evaluation counters (counted calls only).
+    """
+
+    name: str = "target"
+    noisy: bool = False
+
+    def __init__(self, dim: int, start=None, box=None):
+        self.dim = int(dim)
+        self.start = np.zeros(self.dim) if start is None else np.asarray(start, float).reshape(self.dim)
+        self.box = None if box is None else np.asarray(box, float).reshape(self.dim, 2)
+        self.n_density = 0
+        self.n_grad = 0
+
+    # ------------------------------------------------------------------ primitives
+    def _log_density(self, x: np.ndarray) -> float:  # pragma: no cover - abstract
+        raise CapabilityError(f"target {self.name!r} defines no log density")
+
+    def _log_density_batch(self, X: np.ndarray) -> np.ndarray:
+        """Uncounted log density of each row of ``X`` (n, d); subclasses vectorise this."""
+        return np.array([self._log_density(x) for x in np.asarray(X, float)])
+
+    def _grad_log_density(self, x: np.ndarray) -> np.ndarray:
+        raise CapabilityError(f"target {self.name!r} has no gradient")
+
+    # ------------------------------------------------------------------ counted API
+    def log_density(self, x: np.ndarray) -> float:
+        """log π(x) up to a constant (counted)."""
+        self.n_density += 1
+        return self._log_density(x)
+
+    def log_density_batch(self, X: np.ndarray) -> np.ndarray:
+        """log π at each row of ``X`` (counted, one evaluation per row)."""
+        X = np.asarray(X, float)
+        self.n_density += X.shape[0]
+        return self._log_density_batch(X)
+
+    def grad_log_density(self, x: np.ndarray) -> np.ndarray:
+        """∇ log π(x) (counted)."""
+        self.n_grad += 1
+        return self._grad_log_density(x)
+
+    def log_density_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """(log π(x), ∇ log π(x)), counting one density and one gradient evaluation."""
+        return self.log_density(x), self.grad_log_density(x)
+
+    def reset_counters(self) -> None:
+        self.n_density = 0
+        self.n_grad = 0
+
+    # ------------------------------------------------------------------ capabilities
+    @property
+    def has_gradient(self) -> bool:
+        return type(self)._grad_log_density is not Target._grad_log_density
+
+    @property
+    def has_exact_sampler(self) -> bool:
+        return type(self).sample is not Target.sample
+
+    @property
+    def has_marginals(self) -> bool:
+        return type(self).marginal_cdf is not Target.marginal_cdf
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` exact independent draws, shape (n, d)."""
+        raise CapabilityError(f"target {self.name!r} has no exact sampler")
+
+    def marginal_logpdf(self, j: int, x: np.ndarray) -> np.ndarray:
+        """Exact log density of coordinate ``j`` at points ``x`` (1-D array)."""
+        raise CapabilityError(f"target {self.name!r} has no exact marginals")
+
+    def marginal_cdf(self, j: int, x: np.ndarray) -> np.ndarray:
+        """Exact CDF of coordinate ``j`` at points ``x`` (1-D array)."""
+        raise CapabilityError(f"target {self.name!r} has no exact marginals")
+
+    @property
+    def mean(self) -> np.ndarray | None:
+        """Exact mean, or None when unknown."""
+        return None
+
+    @property
+    def variance(self) -> np.ndarray | None:
+        """Exact per-coordinate variance, or None when unknown."""
+        return None
+
+    def grid_mass(self, edges: list[np.ndarray]) -> np.ndarray:
+        """Probability of each cell of a grid (conditional on the grid's box).
+
+        ``edges`` holds one array of bin edges per coordinate (only 2-D grids are used by the
+        KL metric). The default integrates the density by the midpoint rule; targets with a
+        closed form (Gaussian mixtures) override it with exact cell masses.
+        """
+        mids = [0.5 * (e[1:] + e[:-1]) for e in edges]
+        widths = [np.diff(e) for e in edges]
+        mesh = np.meshgrid(*mids, indexing="ij")
+        pts = np.stack([m.ravel() for m in mesh], axis=1)
+        logp = self._log_density_batch(pts).reshape(mesh[0].shape)
+        vol = np.ones_like(logp)
+        for axis, w in enumerate(widths):
+            shape = [1] * len(widths)
+            shape[axis] = -1
+            vol = vol * w.reshape(shape)
+        logp = np.where(np.isfinite(logp), logp, -np.inf)
+        mass = np.exp(logp - logp.max()) * vol
+        return mass / mass.sum()
+
+    def describe(self) -> dict:
+        """Small JSON-able description stored in the run's status file."""
+        return {"name": self.name, "dim": self.dim, "noisy": self.noisy}
