@@ -1,0 +1,354 @@
+"""The budget loop: advance a sampler in blocks on a sampler clock, checkpoint, store.
+
+The runner knows no sampler, target or metric by name; it only uses the interfaces of
+:mod:`ckam_bench.samplers.base`, :mod:`ckam_bench.targets.base` and the metric protocol
+(``update(samples)`` per block, ``compute(buffer) -> dict`` per checkpoint).
+
+**Sampler clock.** Only time spent inside ``sampler.init`` and ``sampler.advance`` counts
+(benchopt's callback design): the clock stops while metrics are updated and computed, rows
+are written and the progress bar redraws. The run stops at the first of: the budget of
+sampler seconds, the iteration cap (met exactly: the last block is shortened), the hard
+wall-clock cap, or Ctrl-C / SIGTERM (a final checkpoint is written and the run is marked
+``interrupted``).
+
+**Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
+time, shortened near a checkpoint time, the end of the budget and the iteration cap.
+
+**Checkpoints** happen when the sampler clock passes each time of the schedule (see
+:func:`checkpoint_times`) and once more at the end. Each writes one row to
+``trace.parquet`` with
+
+``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
+eval_seconds, iterations, n_collected, n_density, n_grad, n_nonfinite, n_jitter,
+acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,`` the metric columns
+(``kl, kl_outside, ess_min, ess_median, ess_max`` by default), ``ess_per_second`` (min ESS per
+sampler second) and ``ess_per_density`` (min ESS per density evaluation)
+
+and rewrites the bounded ``samples.parquet`` / ``diagnostics.parquet`` and ``status.json``.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench import store
+from ckam_bench.metrics.buffer import ThinningBuffer
+
+DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise")
+
+
+class Interrupted(BaseException):
+    """Raised by the SIGTERM handler so the run can write a final checkpoint."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Sampler seconds, an optional exact iteration cap, and a hard wall-clock cap."""
+
+    seconds: float
+    max_iterations: int | None = None
+    wall_seconds: float | None = None
+
+    def __post_init__(self):
+        if not (math.isfinite(self.seconds) and self.seconds > 0):
+            raise ValueError(f"budget.seconds must be a finite number > 0, got {self.seconds}")
+        if self.max_iterations is not None and int(self.max_iterations) < 1:
+            raise ValueError(f"budget.max_iterations must be >= 1, got {self.max_iterations}")
+        if self.wall_seconds is not None and not self.wall_seconds > 0:
+            raise ValueError(f"budget.wall_seconds must be > 0, got {self.wall_seconds}")
+
+    @property
+    def wall_cap(self) -> float:
+        return self.wall_seconds if self.wall_seconds is not None else 2.0 * self.seconds + 60.0
+
+
+def checkpoint_times(budget_seconds: float, first: float = 0.05, per_decade: int = 8,
+                     every: float | None = None) -> np.ndarray:
+    """Sorted checkpoint times in sampler seconds, all < ``budget_seconds``.
+
+    The union of a log-spaced grid from ``first`` to the budget (``per_decade`` points per
+    factor 10) and, when ``every`` is set, the multiples of ``every``.
+    """
+    if not first > 0:
+        raise ValueError(f"checkpoint.first must be > 0, got {first}")
+    times = []
+    if per_decade:
+        if int(per_decade) < 1:
+            raise ValueError(f"checkpoint.per_decade must be >= 1 or null, got {per_decade}")
+        if first < budget_seconds:
+            n = int(math.floor(per_decade * math.log10(budget_seconds / first))) + 1
+            times.append(first * 10.0 ** (np.arange(n) / per_decade))
+    if every is not None:
+        if not every > 0:
+            raise ValueError(f"checkpoint.every must be > 0, got {every}")
+        times.append(np.arange(1, math.ceil(budget_seconds / every) + 1) * every)
+    if not times:
+        return np.empty(0)
+    t = np.unique(np.concatenate(times))
+    return t[t < budget_seconds]
+
+
+class _Progress:
+    """A tqdm bar over the budget of sampler seconds (quiet when not on a terminal)."""
+
+    def __init__(self, enabled, total: float, desc: str):
+        import sys
+
+        from tqdm.auto import tqdm
+
+        if enabled == "auto":
+            enabled = sys.stderr.isatty()
+        self.bar = tqdm(total=total, desc=desc, unit="s", disable=not bool(enabled),
+                        bar_format="{desc} {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f}s "
+                                   "[{elapsed}<{remaining}{postfix}]")
+
+    def update(self, clock: float, postfix: dict) -> None:
+        if self.bar.disable:
+            return
+        self.bar.n = min(clock, self.bar.total)
+        self.bar.set_postfix(postfix, refresh=False)
+        self.bar.refresh()
+
+    def close(self):
+        self.bar.close()
+
+
+class Runner:
+    """Run one sampler on one target under a budget, writing its run folder."""
+
+    def __init__(self, sampler, target, metrics: dict, budget: Budget, out_dir, rng,
+                 labels: dict, x0=None, checkpoints: np.ndarray | None = None,
+                 progress="auto", block_seconds: float = 0.02, samples_capacity: int = 20000,
+                 diagnostics_capacity: int = 50000, diagnostics_head: int = 20000,
+                 status_extra: dict | None = None):
+        self.sampler = sampler
+        self.target = target
+        self.metrics = metrics
+        self.budget = budget
+        self.out = Path(out_dir)
+        self.rng = rng
+        self.labels = dict(labels)
+        self.x0 = x0
+        self.checkpoints = checkpoint_times(budget.seconds) if checkpoints is None else checkpoints
+        self.progress = progress
+        self.block_seconds = float(block_seconds)
+        self.samples = ThinningBuffer(samples_capacity, target.dim)
+        self.diagnostics = ThinningBuffer(diagnostics_capacity, len(DIAG_COLUMNS))
+        self.head = np.empty((diagnostics_head, len(DIAG_COLUMNS)))
+        self.n_head = 0
+        self.status_extra = dict(status_extra or {})
+        phases = tuple(sampler.phases)
+        self.phases = phases
+        self.rows: list[dict] = []
+        # running totals
+        self.clock = 0.0
+        self.iterations = 0
+        self.n_collected = 0
+        self.n_nonfinite = 0
+        self.n_jitter = 0
+        self.accepted_by_phase = np.zeros(len(phases), dtype=np.int64)
+        self.iters_by_phase = np.zeros(len(phases), dtype=np.int64)
+        self.last_step = math.nan
+        self.last_noise = math.nan
+        self.latest: dict = {}
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _record_block(self, block) -> None:
+        n = block.n
+        first = self.iterations
+        self.iterations += n
+        self.n_collected += block.samples.shape[0]
+        self.n_nonfinite += int(block.n_nonfinite)
+        self.n_jitter += int(block.n_jitter)
+        k = len(self.phases)
+        self.iters_by_phase += np.bincount(block.phase, minlength=k)[:k]
+        self.accepted_by_phase += np.bincount(block.phase, weights=block.accepted, minlength=k)[
+            :k
+        ].astype(np.int64)
+        if n:
+            self.last_step = float(block.step_size[-1])
+            self.last_noise = float(block.noise[-1])
+        diag = np.column_stack([
+            np.arange(first, first + n, dtype=float), block.phase, block.accepted,
+            block.accept_prob, block.step_size, block.noise,
+        ])
+        room = self.head.shape[0] - self.n_head
+        if room > 0:
+            take = min(room, n)
+            self.head[self.n_head:self.n_head + take] = diag[:take]
+            self.n_head += take
+        self.diagnostics.extend(diag)
+        if block.samples.shape[0]:
+            self.samples.extend(block.samples)
+            for metric in self.metrics.values():
+                metric.update(block.samples)
+
+    def _row(self, wall: float) -> dict:
+        row = {
+            "run_id": self.labels["run_id"],
+            "target": self.labels["target"],
+            "sampler": self.labels["sampler"],
+            "kernel": self.labels["kernel"],
+            "seed": int(self.labels["seed"]),
+            "checkpoint": len(self.rows),
+            "sampler_seconds": self.clock,
+            "wall_seconds": wall,
+            "eval_seconds": wall - self.clock,
+            "iterations": self.iterations,
+            "n_collected": self.n_collected,
+            "n_density": self.target.n_density,
+            "n_grad": self.target.n_grad,
+            "n_nonfinite": self.n_nonfinite,
+            "n_jitter": self.n_jitter,
+            "acceptance": _ratio(self.accepted_by_phase.sum(), self.iterations),
+        }
+        for i, phase in enumerate(self.phases):
+            row[f"acceptance_{phase}"] = _ratio(self.accepted_by_phase[i], self.iters_by_phase[i])
+        row["step_size"] = self.last_step
+        row["noise"] = self.last_noise
+        row["iters_per_second"] = _ratio(self.iterations, self.clock)
+        for metric in self.metrics.values():
+            row.update({k: float(v) for k, v in metric.compute(self.samples).items()})
+        if "ess_min" in row:
+            row["ess_per_second"] = _ratio(row["ess_min"], self.clock)
+            row["ess_per_density"] = _ratio(row["ess_min"], self.target.n_density)
+        return row
+
+    def _status(self, state: str, reason: str, wall: float) -> dict:
+        return {
+            "state": state,
+            "reason": reason,
+            **{k: self.labels[k] for k in ("run_id", "target", "sampler", "kernel", "seed")},
+            "phases": list(self.phases),
+            "dim": self.target.dim,
+            "started": self.started,
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "budget": {"seconds": self.budget.seconds,
+                       "max_iterations": self.budget.max_iterations,
+                       "wall_seconds": self.budget.wall_cap},
+            "totals": {
+                "sampler_seconds": self.clock,
+                "wall_seconds": wall,
+                "iterations": self.iterations,
+                "n_collected": self.n_collected,
+                "n_density": self.target.n_density,
+                "n_grad": self.target.n_grad,
+                "n_nonfinite": self.n_nonfinite,
+                "checkpoints": len(self.rows),
+            },
+            **self.status_extra,
+        }
+
+    def _checkpoint(self, wall_start: float, state: str, reason: str = "") -> None:
+        wall = time.perf_counter() - wall_start
+        self.latest = self._row(wall)
+        self.rows.append(self.latest)
+        store.write_parquet(pd.DataFrame(self.rows), self.out / store.TRACE)
+        cols = [f"x{j}" for j in range(self.target.dim)]
+        samples = pd.DataFrame(self.samples.data, columns=cols)
+        samples.insert(0, "index", self.samples.indices)
+        store.write_parquet(samples, self.out / store.SAMPLES)
+        store.write_parquet(self._diagnostics_frame(), self.out / store.DIAGNOSTICS)
+        store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
+
+    def _diagnostics_frame(self) -> pd.DataFrame:
+        head = self.head[: self.n_head]
+        tail = self.diagnostics.data
+        tail = tail[tail[:, 0] >= self.n_head] if self.n_head else tail
+        frame = pd.DataFrame(np.concatenate([head, tail]), columns=list(DIAG_COLUMNS))
+        frame = frame.astype({"iteration": np.int64, "phase": np.int8, "accepted": bool})
+        frame["phase_name"] = pd.Categorical.from_codes(frame["phase"], categories=self.phases)
+        return frame
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> dict:
+        """Run to the end of the budget; returns the final status dictionary."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        wall_start = time.perf_counter()
+        desc = f"{self.labels['sampler']} on {self.labels['target']}"
+        bar = _Progress(self.progress, self.budget.seconds, desc)
+        previous = _install_sigterm()
+        reason, state = "budget", "complete"
+        try:
+            t0 = time.perf_counter()
+            chain = self.sampler.init(self.target, self.x0, self.rng)
+            self.clock += time.perf_counter() - t0
+            store.write_json(self._status("running", "", time.perf_counter() - wall_start),
+                             self.out / store.STATUS)
+            next_ck = 0
+            n, rate = 16, None
+            max_it = self.budget.max_iterations
+            while True:
+                if max_it is not None:
+                    n = min(n, max_it - self.iterations)
+                t0 = time.perf_counter()
+                chain, block = self.sampler.advance(chain, n)
+                dt = time.perf_counter() - t0
+                self.clock += dt
+                self._record_block(block)
+                if max_it is not None and self.iterations >= max_it:
+                    reason = "max_iterations"
+                    break
+                if self.clock >= self.budget.seconds:
+                    break
+                if time.perf_counter() - wall_start >= self.budget.wall_cap:
+                    reason = "wall_seconds"
+                    break
+                if next_ck < len(self.checkpoints) and self.clock >= self.checkpoints[next_ck]:
+                    self._checkpoint(wall_start, "running")
+                    while next_ck < len(self.checkpoints) and self.clock >= self.checkpoints[next_ck]:
+                        next_ck += 1
+                    bar.update(self.clock, self._postfix())
+                # next block: ~block_seconds long, not far past the next checkpoint or the end
+                rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
+                horizon = self.budget.seconds - self.clock
+                if next_ck < len(self.checkpoints):
+                    horizon = min(horizon, self.checkpoints[next_ck] - self.clock)
+                n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * n)))
+        except (KeyboardInterrupt, Interrupted):
+            reason, state = "interrupted", "interrupted"
+        except Exception as exc:
+            self._checkpoint(wall_start, "failed", f"{type(exc).__name__}: {exc}")
+            bar.close()
+            raise
+        finally:
+            _restore_sigterm(previous)
+        self._checkpoint(wall_start, state, reason)
+        bar.update(self.clock, self._postfix())
+        bar.close()
+        return self._status(state, reason, time.perf_counter() - wall_start)
+
+    def _postfix(self) -> dict:
+        post = {"it/s": f"{_ratio(self.iterations, self.clock):.3g}",
+                "acc": f"{_ratio(self.accepted_by_phase.sum(), self.iterations):.2f}"}
+        if "kl" in self.latest:
+            post["kl"] = f"{self.latest['kl']:.3g}"
+        return post
+
+
+def _ratio(a, b) -> float:
+    return float(a) / float(b) if b else math.nan
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
+def _install_sigterm():
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_interrupted)
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
