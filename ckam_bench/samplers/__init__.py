@@ -1,0 +1,10 @@
+"""Samplers, one module per family (each class pairs with ``conf/sampler/<name>.yaml``).
+
+* :mod:`~ckam_bench.samplers.base` — the interface (``init`` / ``advance`` in blocks).
+* :mod:`~ckam_bench.samplers.random_walk` — random-walk Metropolis (RW).
+* :mod:`~ckam_bench.samplers.adaptive` — the adaptive Metropolis family of Andrieu & Thoms
+  (2008): AM (alg. 2), Rao–Blackwellised AM (RBAM, alg. 3), AM with global adaptive scaling
+  (GAM, alg. 4).
+* :mod:`~ckam_bench.samplers.kameleon` — Kernel Adaptive Metropolis–Hastings (KAM) and
+  cyclical KAM (cKAM).
+"""
