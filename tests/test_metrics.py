@@ -1,0 +1,375 @@
+"""Tests of the metrics package: symmetric KL, bulk ESS and the thinning buffer."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from scipy.signal import lfilter
+from scipy.special import ndtr
+
+from ckam_bench.metrics import BulkESS, SymmetricKL, ThinningBuffer, ess_per_dim, symmetric_kl
+from ckam_bench.targets.base import CapabilityError, Target
+from ckam_bench.targets.mixtures import bimodal, gmm32
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+class DiagGaussian(Target):
+    """N(mean, diag(sd²)) with exact draws and marginals; grid masses from the base class."""
+
+    name = "diag_gaussian"
+
+    def __init__(self, mean, sd, box):
+        self.mu, self.sd = np.asarray(mean, float), np.asarray(sd, float)
+        super().__init__(self.mu.size, box=box)
+
+    def _log_density(self, x):
+        z = (np.asarray(x) - self.mu) / self.sd
+        return float(-0.5 * z @ z)
+
+    def _log_density_batch(self, X):
+        z = (np.asarray(X) - self.mu) / self.sd
+        return -0.5 * np.sum(z * z, axis=1)
+
+    def sample(self, n, rng):
+        return self.mu + self.sd * rng.standard_normal((n, self.dim))
+
+    def marginal_cdf(self, j, x):
+        return ndtr((np.asarray(x) - self.mu[j]) / self.sd[j])
+
+
+def gauss2d():
+    return DiagGaussian([1.0, -0.5], [1.0, 2.0], [[-4.0, 6.0], [-9.0, 8.0]])
+
+
+def gauss5d():
+    return DiagGaussian(np.arange(5.0), np.linspace(0.5, 2.5, 5), [[-10.0, 14.0]] * 5)
+
+
+def kl_of(target, x, **kwargs) -> dict:
+    metric = SymmetricKL(target, **kwargs)
+    metric.update(x)
+    return metric.compute(None)
+
+
+# ------------------------------------------------------------------------ symmetric_kl
+def test_symmetric_kl_closed_form_with_pseudocount_and_floor():
+    p = np.array([0.5, 0.25, 0.25, 0.0])
+    counts = np.array([2, 1, 0, 1])
+    # n = 4, B = 4, a = 0.5: p_s = (c + a)/(n + aB) = [2.5, 1.5, 0.5, 1.5]/6,
+    # p_hat = c/n = [.5, .25, 0, .25]; the last bin has p = 0, floored at 1e-300.
+    kl_p_phat = (
+        0.5 * math.log(0.5 / (2.5 / 6))
+        + 0.25 * math.log(0.25 / (1.5 / 6))
+        + 0.25 * math.log(0.25 / (0.5 / 6))
+    )
+    kl_phat_p = 0.5 * math.log(1.0) + 0.25 * math.log(1.0) + 0.25 * math.log(0.25 / 1e-300)
+    assert symmetric_kl(p, counts, 0.5) == pytest.approx(kl_p_phat + kl_phat_p, rel=1e-12)
+
+
+def test_symmetric_kl_closed_form_without_pseudocount():
+    p = np.array([0.2, 0.3, 0.5])
+    p_hat = np.array([0.1, 0.2, 0.7])
+    expected = sum(a * math.log(a / b) + b * math.log(b / a) for a, b in zip(p, p_hat))
+    assert symmetric_kl(p, [1, 2, 7], 0.0) == pytest.approx(expected, rel=1e-12)
+    # Shape-agnostic: a 2-D grid gives the same value as its flattening.
+    grid = symmetric_kl(np.array([[0.2, 0.3], [0.5, 0.0]]), [[1, 2], [7, 0]], 0.0)
+    assert grid == pytest.approx(expected, rel=1e-12)
+
+
+def test_symmetric_kl_identical_is_zero_and_empty_is_nan():
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    assert symmetric_kl(p, [1, 2, 3, 4], 0.0) == pytest.approx(0.0, abs=1e-15)
+    assert symmetric_kl(p, [10, 20, 30, 40], 0.5) > 0.0
+    assert math.isnan(symmetric_kl(p, [0, 0, 0, 0], 0.5))
+    with pytest.raises(ValueError):
+        symmetric_kl(p, [1, 2, 3], 0.5)
+
+
+# ------------------------------------------------------------------------ SymmetricKL
+@pytest.mark.parametrize(
+    "make_target, mode",
+    [(bimodal, "auto"), (gauss2d, "grid"), (gauss2d, "marginal"), (gmm32, "auto")],
+)
+def test_kl_streaming_equals_batch(make_target, mode):
+    target = make_target()
+    rng = np.random.default_rng(3)
+    x = target.sample(5000, rng)
+    batch = kl_of(target, x, mode=mode)
+    streaming = SymmetricKL(target, mode=mode)
+    cuts = np.sort(rng.integers(0, x.shape[0], size=30))
+    for block in np.split(x, cuts):  # includes empty blocks
+        streaming.update(block)
+    assert streaming.compute(None) == batch
+    assert math.isfinite(batch["kl"]) and batch["kl"] > 0
+
+
+@pytest.mark.parametrize(
+    "make_target, mode",
+    [
+        (bimodal, "auto"),
+        (gauss2d, "auto"),
+        (gauss5d, "auto"),
+        (gauss2d, "marginal"),
+        (gmm32, "auto"),
+    ],
+)
+def test_kl_of_exact_draws_decreases_with_n(make_target, mode):
+    target = make_target()
+    rng = np.random.default_rng(11)
+    values = [kl_of(target, target.sample(n, rng), mode=mode)["kl"] for n in (10**3, 10**4, 10**5)]
+    assert values[0] > values[1] > values[2] > 0
+    assert values[2] < 0.05
+
+
+def test_kl_expected_mode():
+    target = gauss2d()
+    assert SymmetricKL(target).mode == "grid"
+    assert SymmetricKL(target, mode="marginal").mode == "marginal"
+    assert SymmetricKL(gauss5d()).mode == "marginal"
+
+
+def test_kl_gmm32_exact_draws_small():
+    # E[KL] ≈ (bins - 1)/n per marginal for exact draws: 49/1e5 ≈ 5e-4.
+    target = gmm32()
+    value = kl_of(target, target.sample(10**5, np.random.default_rng(5)))["kl"]
+    assert 2e-4 < value < 1e-3
+
+
+def test_kl_one_mode_of_bimodal_is_large():
+    target = bimodal()
+    rng = np.random.default_rng(7)
+    n = 10**4
+    left = np.array([-8.0, 0.0]) + math.sqrt(0.5) * rng.standard_normal((n, 2))
+    exact = kl_of(target, target.sample(n, rng))["kl"]
+    one_mode = kl_of(target, left)["kl"]
+    assert one_mode > 1.0
+    assert one_mode > 10 * exact
+
+
+def test_kl_outside_counted_and_ignored_grid():
+    target = bimodal()
+    rng = np.random.default_rng(2)
+    inside = target.sample(2000, rng)
+    outside = np.array([[30.0, 0.0], [0.0, -13.0], [np.nan, 0.0], [np.inf, 1.0], [-17.5, 11.0]])
+    metric = SymmetricKL(target)
+    metric.update(inside[:1000])
+    metric.update(outside)
+    metric.update(inside[1000:])
+    result = metric.compute(None)
+    assert result["kl"] == kl_of(target, inside)["kl"]
+    assert result["kl_outside"] == pytest.approx(5 / 2005, rel=1e-12)
+    # Points on the box boundary are inside (the last bin is closed).
+    assert kl_of(target, np.array([[17.0, 12.0], [-17.0, -12.0]]))["kl_outside"] == 0.0
+
+
+def test_kl_outside_marginal_mode_keeps_in_range_coordinates():
+    target = gauss5d()
+    rng = np.random.default_rng(4)
+    inside = target.sample(3000, rng)
+    partly = target.sample(10, rng)
+    partly[:, 0] = 100.0  # coordinate 0 outside; the other coordinates still count
+    metric = SymmetricKL(target)
+    metric.update(np.vstack([inside, partly, np.full((3, 5), -50.0)]))
+    assert metric.compute(None)["kl_outside"] == pytest.approx(13 / 3013, rel=1e-12)
+    reference = SymmetricKL(target)
+    reference.update(inside)
+    reference.update(np.column_stack([np.full(10, np.nan), partly[:, 1:]]))  # NaN: not binned
+    assert metric.compute(None)["kl"] == reference.compute(None)["kl"]
+
+
+def test_kl_no_samples_is_nan():
+    result = SymmetricKL(bimodal()).compute(None)
+    assert math.isnan(result["kl"]) and math.isnan(result["kl_outside"])
+
+
+def test_kl_state_round_trip():
+    target = gmm32(dim=4)
+    rng = np.random.default_rng(8)
+    a, b = target.sample(500, rng), target.sample(700, rng)
+    first = SymmetricKL(target)
+    first.update(a)
+    resumed = SymmetricKL(target)
+    resumed.load_state_dict(first.state_dict())
+    first.update(b)
+    resumed.update(b)
+    assert resumed.compute(None) == first.compute(None)
+
+
+def test_kl_rejects_bad_settings():
+    with pytest.raises(ValueError):
+        SymmetricKL(gauss5d(), mode="grid")
+    with pytest.raises(ValueError):
+        SymmetricKL(bimodal(), mode="cube")
+    with pytest.raises(ValueError):
+        SymmetricKL(bimodal(), bins=0)
+    with pytest.raises(ValueError):
+        SymmetricKL(bimodal(), pseudocount=-1.0)
+    no_box = DiagGaussian([0.0, 0.0], [1.0, 1.0], None)
+    with pytest.raises(CapabilityError):
+        SymmetricKL(no_box)
+
+    class NoMarginals(Target):
+        name = "no_marginals"
+
+    with pytest.raises(CapabilityError):
+        SymmetricKL(NoMarginals(3, box=[[-1.0, 1.0]] * 3))
+
+
+# ------------------------------------------------------------------------ ThinningBuffer
+def naive_keep(n_seen: int, capacity: int) -> tuple[list[int], int]:
+    """Row-by-row reference: keep i iff i % stride == 0, halve and double stride when full."""
+    kept, stride = [], 1
+    for i in range(n_seen):
+        if i % stride:
+            continue
+        if len(kept) == capacity:
+            kept, stride = kept[::2], stride * 2
+            if i % stride:
+                continue
+        kept.append(i)
+    return kept, stride
+
+
+def stream_rows(start: int, stop: int) -> np.ndarray:
+    i = np.arange(start, stop, dtype=float)
+    return np.column_stack([i, -i, 0.5 * i])
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 7, 64, 100])
+def test_buffer_matches_naive_for_random_blocks(capacity):
+    rng = np.random.default_rng(capacity)
+    buf = ThinningBuffer(capacity, 3)
+    n = 0
+    for _ in range(60):
+        k = int(rng.choice([0, 1, 3, 17, 150, 1000]))
+        buf.extend(stream_rows(n, n + k))
+        n += k
+        kept, stride = naive_keep(n, capacity)
+        assert buf.n_seen == n and buf.stride == stride and len(buf) == len(kept) <= capacity
+        np.testing.assert_array_equal(buf.indices, kept)
+        assert np.all(buf.indices % buf.stride == 0)
+        np.testing.assert_array_equal(buf.data, stream_rows(0, n)[kept])
+    assert buf.stride > 1 and len(buf) > capacity // 2
+
+
+def test_buffer_stride_doubles_when_full():
+    buf = ThinningBuffer(4, 1)
+    buf.extend(np.arange(4.0))
+    assert (buf.stride, len(buf)) == (1, 4)
+    buf.extend([4.0])
+    assert buf.stride == 2
+    np.testing.assert_array_equal(buf.data[:, 0], [0.0, 2.0, 4.0])
+    buf.extend(np.arange(5.0, 9.0))
+    assert buf.stride == 4
+    np.testing.assert_array_equal(buf.indices, [0, 4, 8])
+    with pytest.raises(ValueError):
+        buf.data[0, 0] = 1.0  # read-only view
+
+
+def test_buffer_state_round_trip():
+    buf = ThinningBuffer(10, 2)
+    buf.extend(stream_rows(0, 37)[:, :2])
+    state = buf.state_dict()
+    assert all(isinstance(v, (int, np.ndarray)) for v in state.values())
+    copy = ThinningBuffer.from_state(state)
+    for b in (buf, copy):
+        b.extend(stream_rows(37, 101)[:, :2])
+    assert (copy.stride, copy.n_seen, len(copy)) == (buf.stride, buf.n_seen, len(buf))
+    np.testing.assert_array_equal(copy.data, buf.data)
+    state["n_seen"] = 5
+    with pytest.raises(ValueError):
+        ThinningBuffer.from_state(state)
+
+
+def test_buffer_rejects_bad_shapes():
+    buf = ThinningBuffer(5, 2)
+    with pytest.raises(ValueError):
+        buf.extend(np.zeros((3, 3)))
+    with pytest.raises(ValueError):
+        ThinningBuffer(0, 2)
+    buf.extend(np.zeros((0, 2)))
+    assert len(buf) == 0 and buf.n_seen == 0
+
+
+# ------------------------------------------------------------------------ ESS
+def ar1(phi: float, n: int, chains: int, seed: int) -> np.ndarray:
+    """(n, chains) independent stationary AR(1) chains x_t = φ x_{t−1} + e_t."""
+    e = np.random.default_rng(seed).standard_normal((n, chains))
+    e[0] /= math.sqrt(1.0 - phi**2)  # start in the stationary distribution
+    return lfilter([1.0], [1.0, -phi], e, axis=0)
+
+
+def test_ess_ar1_matches_closed_form():
+    n, phi = 20000, 0.9
+    ess = ess_per_dim(ar1(phi, n, 16, seed=0))
+    expected = n * (1 - phi) / (1 + phi)
+    # One chain's ESS estimate has a relative sd of about 8 %: the mean of 16 has about 2 %.
+    assert np.mean(ess) == pytest.approx(expected, rel=0.08)
+    assert np.all(np.abs(ess / expected - 1) < 0.3)
+
+
+def test_ess_iid_is_n():
+    n = 20000
+    ess = ess_per_dim(np.random.default_rng(1).standard_normal((n, 16)))
+    assert np.mean(ess) == pytest.approx(n, rel=0.03)
+    assert np.all(np.abs(ess / n - 1) < 0.1)
+
+
+def test_ess_too_few_samples_and_constant_column():
+    rng = np.random.default_rng(2)
+    assert np.all(np.isnan(ess_per_dim(rng.standard_normal((19, 3)))))
+    assert np.all(np.isfinite(ess_per_dim(rng.standard_normal((20, 3)))))
+    x = rng.standard_normal((500, 2))
+    x[:, 1] = 3.0
+    assert ess_per_dim(x)[1] == 1.0
+    buf = ThinningBuffer(100, 3)
+    buf.extend(rng.standard_normal((19, 3)))
+    assert all(math.isnan(v) for v in BulkESS(bimodal()).compute(buf).values())
+
+
+def test_bulk_ess_on_thinned_buffer():
+    # φ = 0.99: ESS ≈ 1000 ≪ 12500 stored draws (stride 16): thinning leaves the ESS unchanged.
+    x = ar1(0.99, 200000, 2, seed=3)
+    buf = ThinningBuffer(20000, 2)
+    for block in np.array_split(x, 37):
+        buf.extend(block)
+    assert buf.stride == 16
+    metric = BulkESS(gmm32(dim=2))
+    metric.update(x[:10])
+    result = metric.compute(buf)
+    full = ess_per_dim(x)
+    assert result["ess_min"] <= result["ess_median"] <= result["ess_max"]
+    assert result["ess_min"] == pytest.approx(full.min(), rel=0.1)
+    assert result["ess_max"] == pytest.approx(full.max(), rel=0.1)
+    # iid draws: the thinned ESS saturates near the number stored, a lower bound on n.
+    buf = ThinningBuffer(20000, 2)
+    buf.extend(np.random.default_rng(4).standard_normal((200000, 2)))
+    result = metric.compute(buf)
+    assert result["ess_max"] < 200000 / 10
+    assert result["ess_min"] == pytest.approx(len(buf), rel=0.1)
+
+
+# ------------------------------------------------------------------------ protocol
+def test_default_metric_config_instantiates_and_reports_floats():
+    cfg = OmegaConf.load(CONF / "metrics" / "default.yaml")
+    target = bimodal()
+    nodes = [node for node in cfg.values() if OmegaConf.is_dict(node) and "_target_" in node]
+    metrics = [instantiate(node, target=target) for node in nodes]
+    buf = ThinningBuffer(int(cfg.samples_capacity), target.dim)
+    rng = np.random.default_rng(9)
+    for k in (0, 300, 1200):
+        block = target.sample(k, rng)
+        buf.extend(block)
+        for metric in metrics:
+            metric.update(block)
+    row = {}
+    for metric in metrics:
+        row.update(metric.compute(buf))
+    assert set(row) == {"kl", "kl_outside", "ess_min", "ess_median", "ess_max"}
+    assert all(isinstance(v, float) and math.isfinite(v) for v in row.values())
