@@ -1,0 +1,265 @@
+#!/usr/bin/env python
+"""Throughput benchmark: iterations per second of sampler time, side by side, as ratios.
+
+For each target of the matrix it first times a *yardstick*: a bare numpy random-walk loop on
+the same target (pre-drawn normals, the target's uncounted log density, nothing else). Then,
+for each sampler, it builds the sampler from the same configs as ``ckam-bench`` (Hydra
+compose API), warms it up, and measures
+
+* ``it/s`` — iterations per second while the sampler advances in ~20 ms blocks (the runner's
+  block size), the median of ``--repeats`` consecutive windows of ``--seconds`` each;
+* ``it/s <phase>`` — for samplers with several phases (cKAM: exploration / sampling; KAM:
+  burn-in / sampling), the rate over blocks of 100 iterations that lie inside one phase;
+* ``ratio`` — it/s divided by the yardstick's it/s measured in the same run (ratios survive a
+  noisy or slower machine better than absolute numbers);
+* ``ckpt %`` — the share of wall time spent outside the sampler (metrics, checkpoint writes,
+  progress) in a real ``ckam-bench`` run of ``--run-seconds`` with the default checkpoint
+  schedule, and ``peak MiB``, that run's peak resident memory (a separate process per run).
+
+With ``--memory-seconds S`` it also runs cKAM and KAM on gmm32 for S seconds through the CLI
+and reports peak memory and the cost of the first and last checkpoints (a checkpoint's cost
+must not grow with the run length).
+
+It prints a markdown table with the goals of the performance issue and writes JSON
+(``--json``). Example: ``python scripts/bench_throughput.py --quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hydra import compose, initialize_config_module
+from hydra.utils import instantiate
+
+import ckam_bench  # noqa: F401  (registers the config resolvers)
+
+SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
+TARGETS = ["bimodal", "gmm32"]
+
+# Goals of the performance issue: (sampler, target, column, minimum).
+GOALS = [
+    ("rw", "bimodal", "it/s", 150_000),
+    ("am", "bimodal", "it/s", 50_000),
+    ("rbam", "bimodal", "it/s", 50_000),
+    ("gam", "bimodal", "it/s", 50_000),
+    ("kam", "bimodal", "it/s", 10_000),
+    ("ckam", "bimodal", "it/s", 20_000),
+    ("ckam", "bimodal", "sampling/rw", 0.8),
+    ("kam", "gmm32", "it/s", 2_000),
+    ("ckam", "gmm32", "it/s", 5_000),
+]
+
+
+def build(sampler: str, target: str, overrides=()):
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"sampler={sampler}", f"target={target}", *overrides])
+    return instantiate(cfg.target), instantiate(cfg.sampler)
+
+
+def yardstick(target, seconds: float, repeats: int) -> float:
+    """Bare random-walk loop: pre-drawn numbers, the uncounted log density, no bookkeeping."""
+    logpdf = target._log_density
+    step = 2.38 / math.sqrt(target.dim)
+    rng = np.random.default_rng(0)
+    rates = []
+    x = target.start.copy()
+    lp = logpdf(x)
+    n = 20_000
+    for _ in range(repeats + 1):  # the first pass warms up
+        done, elapsed = 0, 0.0
+        while elapsed < seconds:
+            steps = step * rng.standard_normal((n, target.dim))
+            log_u = np.log(rng.random(n)).tolist()
+            t0 = time.perf_counter()
+            for i in range(n):
+                y = x + steps[i]
+                lpy = logpdf(y)
+                if log_u[i] < lpy - lp:
+                    x, lp = y, lpy
+            elapsed += time.perf_counter() - t0
+            done += n
+        rates.append(done / elapsed)
+    return float(np.median(rates[1:]))
+
+
+def throughput(sampler, target, seconds: float, repeats: int, block_seconds=0.02) -> float:
+    """Median it/s over ``repeats`` windows, blocks sized like the runner's (~20 ms)."""
+    state = sampler.init(target, None, np.random.default_rng(1))
+    n, t_end = 64, time.perf_counter() + min(1.0, seconds)
+    while time.perf_counter() < t_end:  # warm-up; also fills subsamples / histories
+        t0 = time.perf_counter()
+        state, _ = sampler.advance(state, n)
+        n = max(1, int(n * block_seconds / max(time.perf_counter() - t0, 1e-6)))
+    rates = []
+    for _ in range(repeats):
+        done, elapsed = 0, 0.0
+        while elapsed < seconds:
+            t0 = time.perf_counter()
+            state, block = sampler.advance(state, n)
+            dt = time.perf_counter() - t0
+            elapsed += dt
+            done += block.n
+            n = max(1, int(0.5 * n + 0.5 * block.n * block_seconds / max(dt, 1e-6)))
+        rates.append(done / elapsed)
+    return float(np.median(rates))
+
+
+def phase_throughput(sampler, target, seconds: float, block: int = 100) -> dict[str, float]:
+    """it/s per phase over blocks of ``block`` iterations that lie inside a single phase."""
+    state = sampler.init(target, None, np.random.default_rng(2))
+    iters = np.zeros(len(sampler.phases))
+    spent = np.zeros(len(sampler.phases))
+    elapsed = 0.0
+    while elapsed < seconds:
+        t0 = time.perf_counter()
+        state, blk = sampler.advance(state, block)
+        dt = time.perf_counter() - t0
+        elapsed += dt
+        phases = np.unique(blk.phase)
+        if phases.size == 1:
+            iters[phases[0]] += blk.n
+            spent[phases[0]] += dt
+    return {p: (iters[i] / spent[i] if spent[i] else math.nan) for i, p in enumerate(sampler.phases)}
+
+
+def cli_run(sampler: str, target: str, seconds: float, out: Path) -> dict:
+    """A real ckam-bench run in its own process: checkpoint share of wall time and peak RSS."""
+    code = (
+        "import resource, sys; from ckam_bench.cli import main; sys.argv = sys.argv[1:];\n"
+        "try:\n    main()\nfinally:\n"
+        "    print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
+    )
+    cmd = [sys.executable, "-c", code, "ckam-bench", f"sampler={sampler}", f"target={target}",
+           f"budget.seconds={seconds}", "progress=false", f"hydra.run.dir={out}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ckam-bench failed: {proc.stderr[-2000:]}")
+    rss_kb = int(proc.stderr.rsplit("MAXRSS_KB", 1)[1].split()[0])
+    trace = pd.read_parquet(out / "trace.parquet")
+    last = trace.iloc[-1]
+    ckpt_cost = np.diff(np.concatenate([[0.0], trace.eval_seconds.to_numpy()]))
+    return {
+        "checkpoint_share": float(last.eval_seconds / last.wall_seconds),
+        "peak_mib": rss_kb / 1024,
+        "checkpoints": int(len(trace)),
+        "first_checkpoint_s": float(ckpt_cost[1]) if len(ckpt_cost) > 1 else math.nan,
+        "last_checkpoint_s": float(ckpt_cost[-1]),
+        "iterations": int(last.iterations),
+    }
+
+
+def fmt(v, digits=3):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, float) and abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--seconds", type=float, default=2.0, help="length of one timed window")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--run-seconds", type=float, default=20.0,
+                    help="budget of the ckam-bench run measuring checkpoint share and memory")
+    ap.add_argument("--memory-seconds", type=float, default=0.0,
+                    help="also run kam/ckam on gmm32 this long (600 = the 10-minute goal)")
+    ap.add_argument("--quick", action="store_true", help="short windows (a smoke run)")
+    ap.add_argument("--json", default="bench_throughput.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seconds, args.repeats, args.run_seconds = 0.5, 3, 3.0
+    samplers, targets = args.samplers.split(","), args.targets.split(",")
+
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="ckam-bench-"))
+    for tname in targets:
+        target, _ = build("rw", tname)
+        base = yardstick(target, args.seconds, args.repeats)
+        rows.append({"sampler": "numpy RW loop", "target": tname, "it/s": base, "ratio": 1.0})
+        print(f"[{tname}] yardstick {base:,.0f} it/s", file=sys.stderr)
+        for sname in samplers:
+            target, sampler = build(sname, tname)
+            rate = throughput(sampler, target, args.seconds, args.repeats)
+            row = {"sampler": sname, "target": tname, "it/s": rate, "ratio": rate / base}
+            if len(sampler.phases) > 1:
+                target, sampler = build(sname, tname)
+                for phase, r in phase_throughput(sampler, target, args.seconds * 2).items():
+                    row[f"it/s {phase}"] = r
+            run = cli_run(sname, tname, args.run_seconds, tmp / f"{sname}_{tname}")
+            row["ckpt %"] = 100 * run["checkpoint_share"]
+            row["peak MiB"] = run["peak_mib"]
+            rows.append(row)
+            print(f"[{tname}] {sname}: {rate:,.0f} it/s ({rate / base:.2f}x yardstick)",
+                  file=sys.stderr)
+    table = pd.DataFrame(rows)
+    rw = table[table.sampler == "rw"].set_index("target")["it/s"]
+    if "it/s sampling" in table:
+        table["sampling/rw"] = table["it/s sampling"] / table.target.map(rw)
+
+    memory = []
+    if args.memory_seconds > 0:
+        for sname in ("ckam", "kam"):
+            run = cli_run(sname, "gmm32", args.memory_seconds, tmp / f"memory_{sname}")
+            memory.append({"sampler": sname, "target": "gmm32", "seconds": args.memory_seconds,
+                           **run})
+
+    goals = []
+    for sname, tname, col, minimum in GOALS:
+        sel = table[(table.sampler == sname) & (table.target == tname)]
+        if sel.empty or col not in sel:
+            continue
+        value = float(sel[col].iloc[0])
+        goals.append({"goal": f"{sname} on {tname}: {col} >= {minimum:g}", "measured": value,
+                      "met": bool(value >= minimum)})
+    goals.append({"goal": "checkpoints < 5 % of wall time (every run)",
+                  "measured": float(table["ckpt %"].max()),
+                  "met": bool(table["ckpt %"].max() < 5)})
+    for m in memory:
+        goals.append({"goal": f"{m['sampler']} gmm32 {m['seconds']:g} s run peaks < 1 GiB",
+                      "measured": m["peak_mib"], "met": m["peak_mib"] < 1024})
+
+    machine = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
+               "cpus": os.cpu_count(), "platform": platform.platform(),
+               "processor": platform.processor() or platform.machine()}
+    cols = ["sampler", "target", "it/s", "ratio", "it/s exploration", "it/s burnin",
+            "it/s sampling", "sampling/rw", "ckpt %", "peak MiB"]
+    cols = [c for c in cols if c in table]
+    print(f"\nckam-bench throughput, {machine['date']}, {machine['cpus']} CPUs, "
+          f"Python {machine['python']}, {machine['platform']}\n")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for _, r in table.iterrows():
+        print("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
+    if memory:
+        print("\n| long run | peak MiB | checkpoints | first ckpt s | last ckpt s | iterations |")
+        print("|---|---|---|---|---|---|")
+        for m in memory:
+            print(f"| {m['sampler']} gmm32 {m['seconds']:g} s | {m['peak_mib']:.0f} | "
+                  f"{m['checkpoints']} | {m['first_checkpoint_s']:.4f} | "
+                  f"{m['last_checkpoint_s']:.4f} | {m['iterations']:,} |")
+    print("\n| goal | measured | met |\n|---|---|---|")
+    for g in goals:
+        print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
+    Path(args.json).write_text(json.dumps(
+        {"machine": machine, "args": vars(args), "rows": table.to_dict("records"),
+         "memory": memory, "goals": goals}, indent=2, default=float))
+    print(f"\nwrote {args.json}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
