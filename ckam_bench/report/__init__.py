@@ -1,0 +1,45 @@
+"""Figures, tables and a report rendered from stored runs only (``ckam-bench-figures``).
+
+* :mod:`~ckam_bench.report.aggregate` — load run folders back (:func:`load_results`) and
+  aggregate traces over seeds on a common grid (``aggregate.common_grid``,
+  ``aggregate.aggregate``, ``aggregate.final_rows``);
+* :mod:`~ckam_bench.report.figures` — the cKAM paper's Figures 1–14, one function each, and
+  :func:`render` to save one;
+* :mod:`~ckam_bench.report.tables` — Tables 1–3 (hyperparameters as run) and results tables,
+  as markdown and LaTeX (:func:`all_tables`);
+* :mod:`~ckam_bench.report.cli` — the ``ckam-bench-figures`` command and ``report.md``.
+
+The submodule names are not shadowed: ``ckam_bench.report.aggregate`` is the module, its
+function is ``ckam_bench.report.aggregate.aggregate``.
+"""
+
+from ckam_bench.report.aggregate import (
+    Results,
+    Skipped,
+    StoredRun,
+    common_grid,
+    final_rows,
+    load_results,
+    step_values,
+)
+from ckam_bench.report.figures import FIGURES, NotSupported, Rendered, Settings, render
+from ckam_bench.report.tables import Table, all_tables, hyperparameter_table, results_table
+
+__all__ = [
+    "FIGURES",
+    "NotSupported",
+    "Rendered",
+    "Results",
+    "Settings",
+    "Skipped",
+    "StoredRun",
+    "Table",
+    "all_tables",
+    "common_grid",
+    "final_rows",
+    "hyperparameter_table",
+    "load_results",
+    "render",
+    "results_table",
+    "step_values",
+]

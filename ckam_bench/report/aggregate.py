@@ -1,0 +1,393 @@
+r"""Stored runs back into memory, and seed aggregation on a common grid of the x-axis.
+
+**Loading** (:func:`load_results`, the only I/O in this module) reads every run folder under a
+results folder (a folder holding ``status.json`` or ``trace.parquet``) into a
+:class:`StoredRun`: its status, its config snapshot (``.hydra/config.yaml``, resolved) and the
+config-group choices Hydra made (``.hydra/hydra.yaml``: ``hydra.runtime.choices``), and its
+trace. Samples and diagnostics are read on demand. A folder that cannot be used becomes a
+:class:`Skipped` line (path and reason) instead of an error: a status that is not ckam-bench's,
+a missing, empty or corrupt trace, a run id already loaded from another folder, or — unless
+``include_incomplete`` — a run that did not finish (interrupted, failed or still running; with
+the flag its trace is used up to its last checkpoint). A damaged samples or diagnostics file
+leaves the run in use for its trace, with a note.
+
+**Aggregation** over seeds (pure functions of trace frames). Each run r has checkpoints
+x_{r,1} < … < x_{r,K_r} with values y_{r,k}. On a grid g_1 < … < g_n (:func:`common_grid`:
+``n`` points from the smallest to the largest x of all runs, geometric when ``log``) the run's
+value is the step interpolant
+
+    y_r(g) = y_{r,k(g)},   k(g) = max{k : x_{r,k} ≤ g},
+
+defined only for x_{r,1} ≤ g ≤ x_{r,K_r}: before a run's first checkpoint nothing is known,
+and after its last one the run has ended (NaN, left out). At each grid point
+(:func:`aggregate`) the finite values of the runs of a group give the median, the band
+quantiles (numpy's default linear interpolation between order statistics, e.g. the 10 %
+quantile of {1, 2, 3} is 1.2) and ``n_seeds``, the number of runs that contributed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench import store
+
+RUN_KEYS = ("target", "sampler", "kernel", "seed")
+REQUIRED_TRACE = ("sampler_seconds", "iterations")
+
+
+# ---------------------------------------------------------------------------- loading
+@dataclass
+class Skipped:
+    """A run folder (or file) that was not used, and why."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class StoredRun:
+    """One usable run folder.
+
+    ``config`` is the resolved composed config (a plain dict, None when the snapshot is
+    missing), ``choices`` the option chosen in each config group (``{"sampler": "ckam",
+    "target": "bimodal", "kernel": "matern", "experiment": None, …}``), ``trace`` one row per
+    checkpoint with the label columns ``run_id, target, sampler, kernel, seed, experiment,
+    state, path`` filled in from the status file.
+    """
+
+    path: Path
+    status: dict
+    config: dict | None
+    choices: dict
+    trace: pd.DataFrame
+    has_samples: bool = True
+    has_diagnostics: bool = True
+
+    @property
+    def run_id(self) -> str:
+        return str(self.status.get("run_id") or self.path.name)
+
+    @property
+    def target(self) -> str:
+        return str(self.status["target"])
+
+    @property
+    def sampler(self) -> str:
+        return str(self.status["sampler"])
+
+    @property
+    def kernel(self) -> str:
+        return str(self.status.get("kernel") or "none")
+
+    @property
+    def seed(self) -> int:
+        return int(self.status.get("seed", -1))
+
+    @property
+    def experiment(self) -> str:
+        return str(self.choices.get("experiment") or "none")
+
+    @property
+    def state(self) -> str:
+        return str(self.status.get("state"))
+
+    @property
+    def sampler_seconds(self) -> float:
+        """Sampler seconds at the last checkpoint."""
+        return float(self.trace["sampler_seconds"].iloc[-1])
+
+    @property
+    def budget_seconds(self) -> float:
+        """The configured budget (the last checkpoint's time when the status has none)."""
+        budget = self.status.get("budget") or {}
+        value = budget.get("seconds")
+        return float(value) if value is not None else self.sampler_seconds
+
+    def samples(self) -> pd.DataFrame | None:
+        """The thinned collected states (``index, x0 … x{d-1}``), or None."""
+        if not self.has_samples:
+            return None
+        return pd.read_parquet(self.path / store.SAMPLES)
+
+    def diagnostics(self) -> pd.DataFrame | None:
+        """Per-iteration diagnostics (``iteration, phase, …, step_size, noise``), or None."""
+        if not self.has_diagnostics:
+            return None
+        return pd.read_parquet(self.path / store.DIAGNOSTICS)
+
+    def build_target(self):
+        """The run's target, rebuilt from its stored config with ``hydra.utils.instantiate``."""
+        from hydra.utils import instantiate
+
+        if not self.config or "target" not in self.config:
+            raise ValueError(f"{self.path}: no stored target config")
+        return instantiate(self.config["target"])
+
+
+@dataclass
+class Results:
+    """Every usable run under a results folder, plus the ones that were skipped."""
+
+    root: Path
+    runs: list[StoredRun]
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def traces(self) -> pd.DataFrame:
+        """All traces, one row per (run, checkpoint)."""
+        if not self.runs:
+            return pd.DataFrame(columns=["run_id", *RUN_KEYS])
+        return pd.concat([r.trace for r in self.runs], ignore_index=True)
+
+    def select(self, target: str | None = None, sampler: str | None = None,
+               kernel: str | None = None) -> list[StoredRun]:
+        """Runs matching every given label (None matches anything)."""
+        return [r for r in self.runs
+                if (target is None or r.target == target)
+                and (sampler is None or r.sampler == sampler)
+                and (kernel is None or r.kernel == kernel)]
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted({r.target for r in self.runs})
+
+
+def load_results(root: str | Path, include_incomplete: bool = False,
+                 targets: list[str] | None = None) -> Results:
+    """Load every run under ``root`` (see the module docstring for what gets skipped).
+
+    ``targets`` keeps only runs of those targets (others are left out silently). A run whose
+    run id was already loaded from another folder (a copied folder) is skipped, so that no
+    two folders are merged into one curve.
+    """
+    root = Path(root)
+    folders = sorted({p.parent for name in (store.STATUS, store.TRACE) for p in root.rglob(name)})
+    runs, skipped, seen = [], [], {}
+    for folder in folders:
+        result = _load_one(folder, include_incomplete, targets)
+        if result is None:
+            continue
+        if isinstance(result, Skipped):
+            skipped.append(result)
+            continue
+        run, notes = result
+        if run.run_id in seen:
+            skipped.append(Skipped(folder, f"duplicate run_id {run.run_id} "
+                                           f"(already loaded from {seen[run.run_id]})"))
+            continue
+        seen[run.run_id] = folder
+        skipped.extend(notes)
+        runs.append(run)
+    return Results(root, runs, skipped)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _parquet_ok(path: Path) -> str | None:
+    """None when ``path`` has a readable parquet footer, else the reason."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except Exception as exc:  # any damage: truncated, not parquet, unreadable
+        return _first_line(exc)
+    return None
+
+
+def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None):
+    """A (StoredRun, notes) pair, a Skipped, or None for a run of a target not asked for."""
+    status_file = folder / store.STATUS
+    if not status_file.exists():
+        return Skipped(folder, "trace.parquet without status.json: not a run folder")
+    try:
+        status = json.loads(status_file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return Skipped(folder, f"status.json unreadable ({_first_line(exc)})")
+    if not isinstance(status, dict) or not {"state", "target", "sampler"} <= set(status):
+        return Skipped(folder, "status.json is not a ckam-bench run status "
+                               "(needs state, target, sampler)")
+    if targets is not None and status["target"] not in targets:
+        return None
+    state = status["state"]
+    if state != "complete" and not include_incomplete:
+        return Skipped(folder, f"run is {state}, not complete "
+                               f"(--include-incomplete uses it up to its last checkpoint)")
+    trace_file = folder / store.TRACE
+    if not trace_file.exists():
+        return Skipped(folder, "no trace.parquet")
+    try:
+        trace = pd.read_parquet(trace_file)
+    except Exception as exc:  # corrupt parquet raises pyarrow's own error types
+        return Skipped(folder, f"trace.parquet unreadable ({_first_line(exc)})")
+    if trace.empty:
+        return Skipped(folder, "trace.parquet has no checkpoints")
+    missing = [c for c in REQUIRED_TRACE if c not in trace.columns]
+    if missing:
+        return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}")
+    notes = []
+    config, choices = _load_hydra(folder, notes)
+    flags = {}
+    for name, attr in ((store.SAMPLES, "has_samples"), (store.DIAGNOSTICS, "has_diagnostics")):
+        path = folder / name
+        problem = "missing" if not path.exists() else _parquet_ok(path)
+        flags[attr] = problem is None
+        if problem is not None and path.exists():
+            notes.append(Skipped(folder, f"{name} unreadable ({problem}): "
+                                         "run used for its trace only"))
+    run = StoredRun(folder, status, config, choices, trace, **flags)
+    sort_key = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
+    run.trace = trace.sort_values(sort_key, kind="stable").reset_index(drop=True).assign(
+        run_id=run.run_id, target=run.target, sampler=run.sampler, kernel=run.kernel,
+        seed=run.seed, experiment=run.experiment, state=run.state, path=str(folder))
+    return run, notes
+
+
+def _load_hydra(folder: Path, notes: list) -> tuple[dict | None, dict]:
+    """The resolved config and the group choices from ``.hydra/`` (None / {} when absent)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config, choices = None, {}
+    cfg_file = folder / ".hydra" / "config.yaml"
+    if cfg_file.exists():
+        try:
+            cfg = OmegaConf.load(cfg_file)
+            try:
+                config = OmegaConf.to_container(cfg, resolve=True)
+            except OmegaConfBaseException:  # resolve what can be, key by key
+                config = {key: _resolved(cfg, key) for key in cfg}
+        except Exception as exc:  # YAML errors have several types
+            notes.append(Skipped(folder, f".hydra/config.yaml unreadable ({_first_line(exc)}): "
+                                         "run used without its config"))
+    hydra_file = folder / ".hydra" / "hydra.yaml"
+    if hydra_file.exists():
+        try:
+            node = OmegaConf.to_container(OmegaConf.load(hydra_file), resolve=False)
+            choices = dict(((node.get("hydra") or {}).get("runtime") or {}).get("choices") or {})
+        except Exception as exc:  # YAML errors have several types
+            notes.append(Skipped(folder, f".hydra/hydra.yaml unreadable ({_first_line(exc)})"))
+    return config, choices
+
+
+def _resolved(cfg, key):
+    """``cfg[key]`` with every interpolation that resolves resolved, the others left as text."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    node = cfg._get_node(key)
+    if isinstance(node, DictConfig):
+        return {k: _resolved(node, k) for k in node}
+    if isinstance(node, ListConfig):
+        return [_resolved(node, i) for i in range(len(node))]
+    try:
+        value = cfg[key]
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except OmegaConfBaseException:
+        return node._value()
+
+
+# ---------------------------------------------------------------------------- aggregation
+def common_grid(traces: pd.DataFrame, x: str, n: int = 200, log: bool = True) -> np.ndarray:
+    """``n`` points from the smallest to the largest finite value of column ``x``.
+
+    Geometric spacing when ``log`` (non-positive values are ignored), linear otherwise. A
+    single distinct value gives a one-point grid. Raises ValueError when there is no value.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    values = pd.to_numeric(traces[x], errors="coerce").to_numpy(float)
+    values = values[np.isfinite(values)]
+    if log:
+        values = values[values > 0]
+    if values.size == 0:
+        kind = "positive finite" if log else "finite"
+        raise ValueError(f"no {kind} values of {x!r} to build a grid on")
+    lo, hi = float(values.min()), float(values.max())
+    if lo == hi or n == 1:
+        return np.array([hi])
+    return np.geomspace(lo, hi, n) if log else np.linspace(lo, hi, n)
+
+
+def step_values(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The value of the last checkpoint at or before each grid point (NaN outside [x₁, x_K]).
+
+    ``x`` need not be sorted; of checkpoints at equal ``x`` the later one counts.
+    """
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    keep = np.isfinite(x)
+    x, y = x[keep], y[keep]
+    out = np.full(np.shape(grid), np.nan)
+    if x.size == 0:
+        return out
+    k = np.searchsorted(x, grid, side="right") - 1
+    inside = (k >= 0) & (grid <= x[-1])
+    out[inside] = y[k[inside]]
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def aggregate(traces: pd.DataFrame, x: str, y: str, by=("target", "sampler", "kernel"),
+              band: tuple[float, float] = (10, 90), grid: np.ndarray | None = None,
+              n: int = 200, log: bool = True, unit: str = "run_id") -> pd.DataFrame:
+    """Median and band of ``y`` over the runs (``unit``) of each group, on a common grid.
+
+    Returns a tidy frame with the ``by`` columns, ``x`` (the grid point), ``median``, ``lo``,
+    ``hi`` (the ``band`` percentiles) and ``n_seeds`` (runs with a finite value there); grid
+    points where no run of a group has a value are left out. ``grid`` defaults to
+    :func:`common_grid` over all of ``traces`` (one grid shared by every group).
+    """
+    lo_q, hi_q = _check_band(band)
+    by = list(by)
+    columns = [*by, "x", "median", "lo", "hi", "n_seeds"]
+    if grid is None:
+        grid = common_grid(traces, x, n=n, log=log)
+    grid = np.asarray(grid, float)
+    frames = []
+    for keys, group in traces.groupby(by, sort=True, dropna=False):
+        curves = np.array([step_values(run[x].to_numpy(float),
+                                       pd.to_numeric(run[y], errors="coerce").to_numpy(float),
+                                       grid)
+                           for _, run in group.groupby(unit, sort=False)])
+        count = np.isfinite(curves).sum(axis=0)
+        have = count > 0
+        if not have.any():
+            continue
+        q = np.nanpercentile(curves[:, have], [50.0, lo_q, hi_q], axis=0)
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        frame = pd.DataFrame({"x": grid[have], "median": q[0], "lo": q[1], "hi": q[2],
+                              "n_seeds": count[have]})
+        for name, value in zip(by, keys):
+            frame[name] = value
+        frames.append(frame[columns])
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)
+
+
+def final_rows(traces: pd.DataFrame, unit: str = "run_id") -> pd.DataFrame:
+    """The last checkpoint of each run (by ``checkpoint``, else by sampler seconds)."""
+    order = "checkpoint" if "checkpoint" in traces.columns else "sampler_seconds"
+    ordered = traces.sort_values([unit, order], kind="stable")
+    return ordered.groupby(unit, sort=False).tail(1).reset_index(drop=True)
+
+
+def _check_band(band) -> tuple[float, float]:
+    lo, hi = (float(b) for b in band)
+    if not (0.0 <= lo < hi <= 100.0) or math.isnan(lo + hi):
+        raise ValueError(f"band must be two percentiles 0 <= lo < hi <= 100, got {band}")
+    return lo, hi
