@@ -100,6 +100,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         block_seconds=cfg.block_seconds,
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
+        diagnostics_head=cfg.metrics.diagnostics_head,
         status_extra={"config_hash": config_hash(cfg), "versions": versions()},
     )
 

@@ -126,8 +126,8 @@ class Runner:
 
     def __init__(self, sampler, target, metrics: dict, budget: Budget, out_dir, rng,
                  labels: dict, x0=None, checkpoints: np.ndarray | None = None,
-                 progress="auto", block_seconds: float = 0.02, samples_capacity: int = 20000,
-                 diagnostics_capacity: int = 50000, diagnostics_head: int = 20000,
+                 progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
+                 diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
                  status_extra: dict | None = None):
         self.sampler = sampler
         self.target = target
@@ -252,21 +252,31 @@ class Runner:
         self.latest = self._row(wall)
         self.rows.append(self.latest)
         store.write_parquet(pd.DataFrame(self.rows), self.out / store.TRACE)
-        cols = [f"x{j}" for j in range(self.target.dim)]
-        samples = pd.DataFrame(self.samples.data, columns=cols)
-        samples.insert(0, "index", self.samples.indices)
-        store.write_parquet(samples, self.out / store.SAMPLES)
-        store.write_parquet(self._diagnostics_frame(), self.out / store.DIAGNOSTICS)
+        samples = {"index": self.samples.indices}
+        data = self.samples.data
+        samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
+        store.write_columns(samples, self.out / store.SAMPLES)
+        store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
         store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
 
-    def _diagnostics_frame(self) -> pd.DataFrame:
+    def _diagnostics_columns(self) -> dict:
+        import pyarrow as pa
+
         head = self.head[: self.n_head]
         tail = self.diagnostics.data
         tail = tail[tail[:, 0] >= self.n_head] if self.n_head else tail
-        frame = pd.DataFrame(np.concatenate([head, tail]), columns=list(DIAG_COLUMNS))
-        frame = frame.astype({"iteration": np.int64, "phase": np.int8, "accepted": bool})
-        frame["phase_name"] = pd.Categorical.from_codes(frame["phase"], categories=self.phases)
-        return frame
+        diag = np.concatenate([head, tail])
+        phase = diag[:, 1].astype(np.int8)
+        return {
+            "iteration": diag[:, 0].astype(np.int64),
+            "phase": phase,
+            "accepted": diag[:, 2].astype(bool),
+            "accept_prob": diag[:, 3],
+            "step_size": diag[:, 4],
+            "noise": diag[:, 5],
+            "phase_name": pa.DictionaryArray.from_arrays(pa.array(phase),
+                                                         pa.array(list(self.phases))),
+        }
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> dict:

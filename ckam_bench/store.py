@@ -53,6 +53,16 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     _atomic_write(path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
 
 
+def write_columns(columns: dict, path: Path) -> None:
+    """Atomically write numpy columns to parquet with pyarrow (no pandas round trip: this is
+    the per-checkpoint path for the bounded sample and diagnostics stores)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: pa.array(col) for name, col in columns.items()})
+    _atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
 def write_json(obj: dict, path: Path) -> None:
     """Atomically write ``obj`` to ``path`` as indented JSON."""
 
