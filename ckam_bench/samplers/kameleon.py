@@ -1,0 +1,558 @@
+r"""Kernel Adaptive Metropolis–Hastings (KAM) and cyclical KAM (cKAM).
+
+KAM: Sejdinovic, Strathmann, Lomeli Garcia, Andrieu & Gretton (2014), "Kernel Adaptive
+Metropolis-Hastings" (MCMC Kameleon). cKAM: Li, Zeng & Guo, "Cyclical Kernel Adaptive
+Metropolis" (Algorithm 2).
+
+**Kernel proposal.** A subsample z = (z_1, …, z_M) of the chain history and a kernel k
+(:mod:`ckam_bench.kernels`) define, at a point θ,
+
+    M_θ = 2 [∇_θ k(θ, z_1), …, ∇_θ k(θ, z_M)]          (d × M)
+    A_θ = M_θ − m̄_θ 1ᵀ = M_θ H,   H = I − 11ᵀ/M       (m̄_θ the mean column)
+    C(θ) = γ² I + ν² M_θ H M_θᵀ = γ² I + ν² A_θ A_θᵀ
+
+(H is idempotent, so M H Mᵀ = (MH)(MH)ᵀ: no M × M matrix is ever built). The proposal
+q(θ'|θ) = N(θ, C(θ)) is sampled without any factorisation,
+
+    θ' = θ + γ ξ + ν A_θ ζ,   ξ ~ N(0, I_d),  ζ ~ N(0, I_M),
+
+and accepted with probability
+
+    α = min{1, exp(log π(θ') − log π(θ) + log q(θ|θ') − log q(θ'|θ))},
+
+where the forward and the reverse density use the **same** z, ν and γ: C(θ') is built from
+the subsample that drew θ'. (kameleon-mcmc caches the forward density from an older z, a
+wrong ratio while adapting.) Only the Gram matrix S_θ = A_θ A_θᵀ (d × d) enters the
+densities; with δ = θ' − θ (the same δ for both directions)
+
+    log q(θ'|θ) = −½ δᵀ C(θ)⁻¹ δ − ½ log|C(θ)| − (d/2) log 2π.
+
+In 2-D, C is 2 × 2 and closed forms on Python floats are used; otherwise a Cholesky factor.
+A covariance whose Cholesky pivots fall below 1e-12 × their diagonal entry is numerically
+singular; it gets a jitter ``ridge · (tr C / d) · I`` (× 10 until it factors), counted in
+``Block.n_jitter`` (``ridge``: cKAM's argument, 1e-10 for KAM). With M < 2 (an empty or
+one-state history) A = 0 and the proposal is N(θ, γ² I).
+
+**One KAM iteration** (schedule clock s: s = t for KAM, s = τ, the iteration within the
+cycle, for cKAM's exploration):
+
+1. with probability p_s redraw z: M = min(m, n) states drawn uniformly without replacement
+   from the n states of the history (one state per iteration, accepted or not: x_0 … x_{t−1},
+   the current state excluded, as in the KAMH paper), and refit the kernel on z
+   (``kernel.fit``: the median heuristic of the Gaussian kernel);
+2. draw θ', accept or reject with α (a NaN or ±inf log π(θ'), or a proposal covariance
+   that is not finite, is a rejection, α = 0, counted in ``Block.n_nonfinite``);
+3. adapt the step size: log ν ← log ν + η_s (α − α*) (``adaptation``, Robbins–Monro);
+4. append the iteration's starting state θ_t to the history.
+
+A_θ and S_θ at the current state live in the state and stay valid while z is unchanged:
+a redraw recomputes them, an acceptance takes over those computed at θ'. The cost of an
+iteration is one density evaluation and one kernel-gradient evaluation (at θ').
+
+**History (KAM).** The history is kept bounded as a uniform reservoir sample (Vitter's
+algorithm R) of capacity ``history_size`` ≥ m: the first ``history_size`` states are stored;
+after that, the i-th state of the chain (counted from 1) replaces a uniformly chosen slot
+with probability ``history_size``/i and is dropped otherwise. At every step the reservoir is a uniform random subset of the whole
+history, so M states drawn without replacement from it are distributed exactly like M states
+drawn without replacement from the whole history (successive redraws share the reservoir,
+which a draw from the full history would not). The cKAM cycle history is at most βL + 1
+states and is stored whole (a reservoir that never fills).
+
+**KAM** (:class:`KAM`) — phases ``("burnin", "sampling")``: the state after iteration t is
+collected for t ≥ ``burnin``. Redraw probability p_t = ``subsample_prob(t)``: PowerDecay
+(p_t = (1 + t)^(−1/2), diminishing adaptation, Roberts & Rosenthal 2007), Constant(1), or
+Window(until=burnin) (adapt z during burn-in only). Noise γ_t = ``noise(t)``: Constant (0.2
+in the KAMH paper) or NoiseDecay (the cKAM authors: 4 → 1 over the run). The step size keeps
+adapting with the diminishing rate η_t. (The cKAM authors' code never fills its subsample, so
+its kernel term is always empty, and redraws with probability 1 − p_t; not here.)
+
+**cKAM** (:class:`CyclicalKAM`) — cycles of L = ``cycle.cycle_length`` iterations, τ = t mod L,
+u = τ/L, phases ``("exploration", "sampling")``; runs for as long as it is advanced.
+
+* Cycle start (τ = 0): clear the history (z comes from the current cycle only, M = 0 at
+  τ = 0), reset ν to ``step_size`` and restart the clocks of ``adaptation``, ``noise`` and
+  ``subsample_prob`` (all evaluated at τ).
+* Exploration (u ≤ β): exactly the KAM iteration above (the same code), nothing collected.
+* Transition (the first sampling iteration, τ_s = min{τ : τ/L > β}): with ν_exp the current
+  adapted step size and γ = noise(τ_s),
+
+      ν_0 = 2 ν_exp / (cos βπ + 1),   Σ = (γ/ν_exp)² I + A_θ A_θᵀ
+
+  at the current θ and z; Σ is factored once (L_Σ, jitter if needed).
+* Sampling (u > β): ν_τ = (ν_0/2)(cos πu + 1) (= ν_exp at u = β, → 0 at the cycle end),
+
+      θ' = θ + ν_τ L_Σ ε,  ε ~ N(0, I_d),   accept iff log U < log π(θ') − log π(θ)
+
+  (symmetric proposal), collecting every state. The steps ν_τ L_Σ ε of the whole sampling
+  part of a block come from one matrix product, so the loop is as tight as random-walk
+  Metropolis: sampling costs what RW costs.
+
+Recorded per iteration: step size ν (exploration: the adapted ν used by the proposal) and
+noise γ (sampling: the γ frozen into Σ at the transition).
+
+**Random numbers.** Every iteration consumes one row of standard normals drawn per phase
+segment of a block (a segment: consecutive iterations of one phase inside one block): a KAM
+row holds ξ (d), ζ (m) and m + 3 normals turned into uniforms by Φ (accept log U = log Φ,
+redraw coin, reservoir slot, and m for the subsample: Floyd's algorithm draws a uniform
+M-subset from M uniforms); a cKAM sampling row holds ε (d) and log U. No other draws are made,
+so a chain does not depend on how the runner splits it into blocks.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg.lapack import dpotrf, dtrtrs
+from scipy.special import log_ndtr, ndtr
+
+from ckam_bench.samplers.base import BlockRecorder, ChainState, Sampler, accept_prob, check_start
+from ckam_bench.schedules import CyclicalCosine
+from ckam_bench.targets.base import Target
+
+__all__ = ["KAMState", "CyclicalKAMState", "KAM", "CyclicalKAM"]
+
+_PIVOT_TOL = 1e-12
+_MAX_JITTER_TRIES = 40
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+# ---------------------------------------------------------------------------------- states
+@dataclass(kw_only=True)
+class KAMState(ChainState):
+    """KAM chain state (also the exploration part of cKAM's)."""
+
+    log_step: float
+    """log ν, the adapted step size."""
+    z: np.ndarray
+    """(m, d) subsample buffer; rows ``[:n_sub]`` are the current subsample z."""
+    n_sub: int
+    """M, the current subsample size."""
+    grads: np.ndarray
+    """(m, d) buffer; rows ``[:n_sub]`` are A_xᵀ = 2(G − Ḡ), G the kernel gradients at x."""
+    gram: np.ndarray
+    """(d, d) S_x = A_x A_xᵀ."""
+    history: np.ndarray
+    """(capacity, d) reservoir of past states; rows ``[:min(n_seen, capacity)]`` are valid."""
+    n_seen: int
+    """States offered to the history so far (KAM: t; cKAM: iterations of this cycle)."""
+
+    def copy(self):
+        """A deep copy (``advance`` works on a copy and leaves its input untouched)."""
+        return copy.deepcopy(self)
+
+
+@dataclass(kw_only=True)
+class CyclicalKAMState(KAMState):
+    """cKAM chain state: KAM's plus the sampling-phase proposal of the current cycle."""
+
+    initial_step: float = math.nan
+    """ν_0 = 2ν_exp/(cos βπ + 1) of the current cycle (NaN before its first transition)."""
+    chol: np.ndarray
+    """(d, d) lower Cholesky factor L_Σ of the current cycle's sampling covariance Σ (zeros
+    before the first transition)."""
+    sampling_noise: float = math.nan
+    """γ frozen into Σ at the transition."""
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or float(value) != int(float(value)) or int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _jitter_scale(diag_sum: float, d: int) -> float:
+    scale = diag_sum / d
+    return scale if scale > 0 and math.isfinite(scale) else 1.0
+
+
+def cholesky_repaired(C: np.ndarray, ridge: float) -> tuple[np.ndarray, bool]:
+    """Lower Cholesky factor of C, adding ridge·(tr C/d)·I (× 10 per retry) if needed.
+
+    C counts as numerically singular when a pivot L_ii² is ≤ 1e-12 · C_ii (or LAPACK's
+    ``dpotrf`` fails). Returns (L, jittered).
+    """
+    d = C.shape[0]
+    diag = C.diagonal().copy()
+    jitter = 0.0
+    for _ in range(_MAX_JITTER_TRIES):
+        L, info = dpotrf(C if jitter == 0.0 else C + jitter * np.eye(d), lower=1, clean=1)
+        if info == 0 and (L.diagonal() ** 2 > _PIVOT_TOL * (diag + jitter)).all():
+            return L, jitter > 0.0
+        jitter = ridge * _jitter_scale(float(diag.sum()), d) if jitter == 0.0 else 10.0 * jitter
+    raise np.linalg.LinAlgError(f"covariance could not be repaired by a jitter up to {jitter:g}")
+
+
+def log_normal_kernel(delta: np.ndarray, gram: np.ndarray, nu2: float, g2: float, ridge: float):
+    """log N(δ; 0, C) + (d/2) log 2π for C = g2·I + nu2·gram; returns (value, jittered).
+
+    2-D: closed forms on floats (same singularity rule and jitter as
+    :func:`cholesky_repaired`); otherwise a Cholesky factor (LAPACK, no wrappers). NaN when
+    C is not finite (a gram matrix BᵀB is finite iff its trace is), and the MH step then
+    rejects.
+    """
+    d = delta.shape[0]
+    if d != 2:
+        C = nu2 * gram
+        C.flat[:: d + 1] += g2
+        if not math.isfinite(C.trace()):
+            return math.nan, False
+        L, jittered = cholesky_repaired(C, ridge)
+        w = dtrtrs(L, delta, lower=1)[0]
+        return -0.5 * float(w @ w) - float(np.log(L.diagonal()).sum()), jittered
+    a = g2 + nu2 * gram.item(0)
+    b = nu2 * gram.item(1)
+    c = g2 + nu2 * gram.item(3)
+    if not math.isfinite(a + b + c):
+        return math.nan, False
+    det = a * c - b * b
+    jitter = 0.0
+    tries = 0
+    # pivots of the 2×2 Cholesky: a and det/a; numerically singular when a ≤ 0 or det/a ≤ tol·c
+    while not (a + jitter > 0.0 and det > _PIVOT_TOL * (a + jitter) * (c + jitter)):
+        tries += 1
+        if tries > _MAX_JITTER_TRIES:
+            raise np.linalg.LinAlgError(f"covariance could not be repaired by a jitter up to {jitter:g}")
+        jitter = ridge * _jitter_scale(a + c, 2) if jitter == 0.0 else 10.0 * jitter
+        det = (a + jitter) * (c + jitter) - b * b
+    d0, d1 = delta.item(0), delta.item(1)
+    quad = ((c + jitter) * d0 * d0 - 2.0 * b * d0 * d1 + (a + jitter) * d1 * d1) / det
+    return -0.5 * quad - 0.5 * math.log(det), jitter > 0.0
+
+
+def centred_gradients(kernel, x: np.ndarray, Z: np.ndarray, weights: np.ndarray | None = None):
+    """(A_xᵀ, A_x A_xᵀ) with A_xᵀ = 2(G − Ḡ), G = kernel.gradients(x, Z) (M, d), M ≥ 2.
+
+    ``weights``: the vector (1/M, …, 1/M) (Ḡ = weights @ G), passed by the sampling loop to
+    save its allocation.
+    """
+    G = kernel.gradients(x, Z)
+    G -= (np.full(G.shape[0], 1.0 / G.shape[0]) if weights is None else weights) @ G
+    G *= 2.0
+    return G, G.T.dot(G)
+
+
+def floyd_subset(n: int, k: int, uniforms: list[float]) -> list[int]:
+    """A uniformly random k-subset of range(n) from k uniforms (Floyd's algorithm)."""
+    chosen: set[int] = set()
+    out = []
+    for j, u in zip(range(n - k, n), uniforms):
+        r = min(int(u * (j + 1)), j)
+        if r in chosen:
+            r = j
+        chosen.add(r)
+        out.append(r)
+    return out
+
+
+def _check_schedule(name: str, schedule, method: str = "__call__"):
+    if not callable(getattr(schedule, method, None)):
+        raise ValueError(f"{name} must be a schedule from ckam_bench.schedules, got {schedule!r}")
+    return schedule
+
+
+# ---------------------------------------------------------------------------------- samplers
+class _Kameleon(Sampler):
+    """Hyperparameters and the KAM iteration shared by :class:`KAM` and :class:`CyclicalKAM`."""
+
+    ridge: float = 1e-10
+
+    def _setup(self, kernel, step_size, subsample_size, adaptation, noise, subsample_prob):
+        if not callable(getattr(kernel, "gradients", None)) or not callable(getattr(kernel, "fit", None)):
+            raise ValueError(f"kernel must be a kernel from ckam_bench.kernels, got {kernel!r}")
+        self.kernel = kernel
+        step_size = float(step_size)
+        if not (math.isfinite(step_size) and step_size > 0):
+            raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
+        self.step_size = step_size
+        self.subsample_size = _count("subsample_size", subsample_size, 2)
+        self.adaptation = _check_schedule("adaptation", adaptation, "update")
+        self.noise = _check_schedule("noise", noise)
+        if not float(noise(0)) > 0:
+            raise ValueError(f"noise must be > 0 (γ = 0 makes the proposal degenerate), got γ_0 = {noise(0)}")
+        self.subsample_prob = _check_schedule("subsample_prob", subsample_prob)
+
+    def _new_state(self, cls, target: Target, x0, rng, capacity: int, **extra):
+        self.target = target
+        self.rng = rng
+        x, logp = check_start(target, x0)
+        d, m = target.dim, self.subsample_size
+        return cls(
+            x=x, logp=logp, t=0, log_step=math.log(self.step_size),
+            z=np.zeros((m, d)), n_sub=0, grads=np.zeros((m, d)), gram=np.zeros((d, d)),
+            history=np.zeros((capacity, d)), n_seen=0, **extra,
+        )
+
+    def log_proposal_density(self, x_to, x_from, z, step_size: float, noise: float) -> float:
+        """log q(x_to | x_from) = log N(x_to; x_from, γ²I + ν² A A ᵀ) for subsample ``z``.
+
+        The same routines as the sampling loop (kernel fitted on z, centred gradients, the
+        2-D closed form or Cholesky), with the normalising constant included.
+        """
+        x_to, x_from = np.asarray(x_to, float), np.asarray(x_from, float)
+        z = np.asarray(z, float).reshape(-1, x_from.shape[0])
+        d = x_from.shape[0]
+        gram = np.zeros((d, d))
+        if z.shape[0] >= 2:
+            gram = centred_gradients(self.kernel.fit(z), x_from, z)[1]
+        value, _ = log_normal_kernel(x_to - x_from, gram, step_size**2, noise**2, self.ridge)
+        return value - 0.5 * d * _LOG_2PI
+
+    def _kam_segment(self, st: KAMState, kern, rec: BlockRecorder, i0: int, k: int,
+                     clock0: int, collect: bool, phase: int):
+        """Run k KAM iterations on ``st`` in place (schedule clock clock0, clock0 + 1, …).
+
+        ``kern`` is the kernel fitted on the current subsample; returns the one fitted on the
+        subsample at the end. Records diagnostics into rows i0 … i0 + k − 1 of ``rec``.
+        """
+        d, m = st.x.shape[0], self.subsample_size
+        draws = self.rng.standard_normal((k, d + 2 * m + 3))
+        clocks = range(clock0, clock0 + k)
+        gammas = [float(self.noise(s)) for s in clocks]
+        redraw = (ndtr(draws[:, d + m + 1]) < [self.subsample_prob(s) for s in clocks]).tolist()
+        noise_steps = draws[:, :d] * np.asarray(gammas)[:, None]  # γ_s ξ
+        zeta = draws[:, d : d + m]
+        log_u = log_ndtr(draws[:, d + m]).tolist()
+        u_slot = ndtr(draws[:, d + m + 2]).tolist()
+        u_subset = ndtr(draws[:, d + m + 3 :])
+
+        log_density, isfinite, exp = self.target.log_density, math.isfinite, math.exp
+        adapt, ridge = self.adaptation.update, self.ridge
+        hist, capacity, zbuf, samples = st.history, st.history.shape[0], st.z, rec.samples
+        x, logp, log_nu = st.x, st.logp, st.log_step
+        n_seen, n_sub = st.n_seen, st.n_sub
+        B, S = st.grads[:n_sub].copy(), st.gram.copy()
+        Z = zbuf[:n_sub]
+        weights = np.full(n_sub, 1.0 / max(n_sub, 1))
+        n_collected, n_nonfinite, n_jitter = rec.n_collected, 0, 0
+        accepted, alphas, nus = [False] * k, [0.0] * k, [0.0] * k
+        for j in range(k):
+            if redraw[j]:
+                n_sub = min(m, n_seen)
+                zbuf[:n_sub] = hist[floyd_subset(min(n_seen, capacity), n_sub, u_subset[j, :n_sub].tolist())]
+                Z = zbuf[:n_sub]
+                kern = self.kernel.fit(Z)
+                weights = np.full(n_sub, 1.0 / max(n_sub, 1))
+                if n_sub >= 2:
+                    B, S = centred_gradients(kern, x, Z, weights)
+                else:
+                    B, S = np.zeros((n_sub, d)), np.zeros((d, d))
+            nu = exp(log_nu)
+            if n_sub >= 2:
+                delta = noise_steps[j] + nu * (zeta[j, :n_sub] @ B)
+            else:
+                delta = noise_steps[j]
+            y = x + delta
+            logp_y = log_density(y)
+            alpha = 0.0
+            if isfinite(logp_y):
+                if n_sub >= 2:
+                    g2, nu2 = gammas[j] ** 2, nu * nu
+                    B_y, S_y = centred_gradients(kern, y, Z, weights)
+                    log_fwd, jit_f = log_normal_kernel(delta, S, nu2, g2, ridge)
+                    log_rev, jit_r = log_normal_kernel(delta, S_y, nu2, g2, ridge)
+                    n_jitter += jit_f + jit_r
+                    log_ratio = logp_y - logp + log_rev - log_fwd
+                    if log_ratio != log_ratio:  # a non-finite proposal covariance: rejected
+                        n_nonfinite += 1
+                else:
+                    B_y, S_y = B, S
+                    log_ratio = logp_y - logp
+                alpha = accept_prob(log_ratio)
+                if log_u[j] < log_ratio:
+                    accepted[j] = True
+                    x_old, x, logp, B, S = x, y, logp_y, B_y, S_y
+                else:
+                    x_old = x
+            else:
+                n_nonfinite += 1
+                x_old = x
+            alphas[j] = alpha
+            nus[j] = nu
+            log_nu = adapt(log_nu, alpha, clock0 + j)
+            if n_seen < capacity:
+                hist[n_seen] = x_old
+            else:
+                slot = min(int(u_slot[j] * (n_seen + 1)), n_seen)
+                if slot < capacity:
+                    hist[slot] = x_old
+            n_seen += 1
+            if collect:
+                samples[n_collected] = x
+                n_collected += 1
+
+        rows = slice(i0, i0 + k)
+        rec.accepted[rows] = accepted
+        rec.accept_prob[rows] = alphas
+        rec.phase[rows] = phase
+        rec.step_size[rows] = nus
+        rec.noise[rows] = gammas
+        rec.n_collected = n_collected
+        rec.n_nonfinite += n_nonfinite
+        rec.n_jitter += n_jitter
+        st.x, st.logp, st.log_step, st.t = x, float(logp), float(log_nu), st.t + k
+        st.n_seen, st.n_sub = n_seen, n_sub
+        st.grads[:n_sub] = B
+        st.gram[...] = S
+        return kern
+
+
+class KAM(_Kameleon):
+    """Kernel Adaptive Metropolis–Hastings (see the module docstring).
+
+    Parameters
+    ----------
+    kernel : a kernel of :mod:`ckam_bench.kernels`.
+    step_size : initial ν (> 0), adapted by ``adaptation``.
+    subsample_size : m (≥ 2), the maximum subsample size.
+    adaptation : :class:`~ckam_bench.schedules.RobbinsMonro` (rate η_t and target α*).
+    noise : schedule of γ_t (Constant or NoiseDecay), γ_0 > 0.
+    subsample_prob : schedule of the redraw probability p_t (PowerDecay, Constant, Window).
+    burnin : iterations before states are collected (≥ 0).
+    history_size : capacity of the history reservoir (≥ subsample_size).
+    """
+
+    name = "kam"
+    phases = ("burnin", "sampling")
+
+    def __init__(self, kernel, step_size: float, subsample_size: int, adaptation, noise,
+                 subsample_prob, burnin: int = 0, history_size: int = 5000):
+        self._setup(kernel, step_size, subsample_size, adaptation, noise, subsample_prob)
+        self.burnin = _count("burnin", burnin, 0)
+        self.history_size = _count("history_size", history_size, self.subsample_size)
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> KAMState:
+        return self._new_state(KAMState, target, x0, rng, self.history_size)
+
+    def advance(self, state: KAMState, n: int):
+        st = state.copy()
+        rec = BlockRecorder(n, self.target.dim)
+        kern = self.kernel.fit(st.z[: st.n_sub])
+        i = 0
+        while i < n:
+            burning = st.t < self.burnin
+            k = min(n - i, self.burnin - st.t) if burning else n - i
+            kern = self._kam_segment(st, kern, rec, i, k, st.t, collect=not burning, phase=0 if burning else 1)
+            i += k
+        return st, rec.block()
+
+
+class CyclicalKAM(_Kameleon):
+    """Cyclical Kernel Adaptive Metropolis (see the module docstring).
+
+    Parameters
+    ----------
+    kernel : a kernel of :mod:`ckam_bench.kernels`.
+    step_size : ν reset at every cycle start (> 0), adapted during exploration.
+    subsample_size : m (≥ 2), the maximum subsample size.
+    cycle : :class:`~ckam_bench.schedules.CyclicalCosine` (cycle_length L, exploration β).
+    adaptation : :class:`~ckam_bench.schedules.RobbinsMonro`, clock restarted every cycle.
+    noise : schedule of γ_τ, clock restarted every cycle, γ_0 > 0.
+    subsample_prob : schedule of the redraw probability p_τ, clock restarted every cycle.
+    ridge : relative jitter for covariances that are numerically singular (> 0).
+    """
+
+    name = "ckam"
+    phases = ("exploration", "sampling")
+
+    def __init__(self, kernel, step_size: float, subsample_size: int, cycle: CyclicalCosine,
+                 adaptation, noise, subsample_prob, ridge: float = 1e-10):
+        self._setup(kernel, step_size, subsample_size, adaptation, noise, subsample_prob)
+        if not isinstance(cycle, CyclicalCosine):
+            raise ValueError(f"cycle must be a ckam_bench.schedules.CyclicalCosine, got {cycle!r}")
+        self.cycle = cycle
+        self.cycle_length = int(cycle.cycle_length)
+        # exploration iterations per cycle: τ = 0 … n_explore − 1 (u = τ/L ≤ β)
+        self.n_explore = next((tau for tau in range(self.cycle_length) if not cycle.exploring(tau)), None)
+        if self.n_explore is None:
+            raise ValueError(
+                f"cycle: beta = {cycle.beta} leaves no sampling iteration in a cycle of "
+                f"{self.cycle_length}; beta must be < (cycle_length − 1)/cycle_length"
+            )
+        ridge = float(ridge)
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise ValueError(f"ridge must be a finite number > 0, got {ridge}")
+        self.ridge = ridge
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> CyclicalKAMState:
+        d = target.dim
+        return self._new_state(CyclicalKAMState, target, x0, rng, self.n_explore, chol=np.zeros((d, d)))
+
+    def advance(self, state: CyclicalKAMState, n: int):
+        st = state.copy()
+        rec = BlockRecorder(n, self.target.dim)
+        L, n_explore = self.cycle_length, self.n_explore
+        kern = self.kernel.fit(st.z[: st.n_sub])
+        i = 0
+        while i < n:
+            tau = st.t % L
+            if tau < n_explore:
+                if tau == 0:
+                    self._start_cycle(st)
+                    kern = self.kernel
+                k = min(n - i, n_explore - tau)
+                kern = self._kam_segment(st, kern, rec, i, k, tau, collect=False, phase=0)
+            else:
+                if tau == n_explore:
+                    self._transition(st, rec)
+                k = min(n - i, L - tau)
+                self._sampling_segment(st, rec, i, k, tau)
+            i += k
+        return st, rec.block()
+
+    def _start_cycle(self, st: CyclicalKAMState) -> None:
+        """τ = 0: empty history and subsample, ν back to ``step_size``."""
+        st.n_seen = 0
+        st.n_sub = 0
+        st.gram[...] = 0.0
+        st.log_step = math.log(self.step_size)
+
+    def _transition(self, st: CyclicalKAMState, rec: BlockRecorder) -> None:
+        """First sampling iteration: ν_0 and L_Σ, Σ = (γ/ν_exp)² I + A Aᵀ at the current θ, z."""
+        nu_exp = math.exp(st.log_step)
+        gamma = float(self.noise(self.n_explore))
+        d = st.x.shape[0]
+        sigma = (gamma / nu_exp) ** 2 * np.eye(d) + st.gram
+        st.chol, jittered = cholesky_repaired(sigma, self.ridge)
+        rec.n_jitter += jittered
+        st.initial_step = self.cycle.initial_step(nu_exp)
+        st.sampling_noise = gamma
+
+    def _sampling_segment(self, st: CyclicalKAMState, rec: BlockRecorder, i0: int, k: int, tau0: int) -> None:
+        """k sampling iterations: symmetric N(θ, ν_τ² Σ) proposals, every state collected."""
+        d = st.x.shape[0]
+        draws = self.rng.standard_normal((k, d + 1))
+        log_u = log_ndtr(draws[:, d]).tolist()
+        u = np.arange(tau0, tau0 + k) / self.cycle_length
+        nu = 0.5 * st.initial_step * (np.cos(np.pi * u) + 1.0)
+        moves = (draws[:, :d] @ st.chol.T) * nu[:, None]
+
+        log_density, isfinite = self.target.log_density, math.isfinite
+        samples, c0 = rec.samples, rec.n_collected
+        log_ratio = np.empty(k)  # log π(θ') − log π(θ); −inf for a non-finite proposal
+        x, logp = st.x, st.logp
+        n_nonfinite = 0
+        for j in range(k):
+            y = x + moves[j]
+            logp_y = log_density(y)
+            if isfinite(logp_y):
+                r = logp_y - logp
+                if log_u[j] < r:
+                    x, logp = y, logp_y
+            else:
+                r = -math.inf
+                n_nonfinite += 1
+            log_ratio[j] = r
+            samples[c0 + j] = x
+        rows = slice(i0, i0 + k)
+        rec.accepted[rows] = np.asarray(log_u) < log_ratio  # the loop's comparisons, vectorised
+        rec.accept_prob[rows] = np.exp(np.minimum(log_ratio, 0.0))
+        rec.phase[rows] = 1
+        rec.step_size[rows] = nu
+        rec.noise[rows] = st.sampling_noise
+        rec.n_collected = c0 + k
+        rec.n_nonfinite += n_nonfinite
+        st.x, st.logp, st.t = x, float(logp), st.t + k
