@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from arviz_stats.base import array_stats
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from scipy.signal import lfilter
@@ -305,6 +306,110 @@ def ar1(phi: float, n: int, chains: int, seed: int) -> np.ndarray:
     return lfilter([1.0], [1.0, -phi], e, axis=0)
 
 
+def chain(kind: str, n: int, d: int, seed: int) -> np.ndarray:
+    """(n, d) test chain: iid, AR(1) "ar<φ>", Gaussian or lattice random walk, or tied draws."""
+    rng = np.random.default_rng(seed)
+    if kind.startswith("ar"):
+        return ar1(float(kind[2:]), n, d, seed)
+    if kind == "iid":
+        return rng.standard_normal((n, d))
+    if kind == "walk":
+        return np.cumsum(rng.standard_normal((n, d)), axis=0)
+    if kind == "lattice":  # random walk on the integers: many ties
+        return np.cumsum(rng.integers(-1, 2, size=(n, d)), axis=0).astype(float)
+    if kind == "discrete":  # iid draws from three values
+        return rng.integers(0, 3, size=(n, d)).astype(float)
+    if kind == "sticky":  # an AR(0.9) chain that moves with probability 0.2, else repeats
+        moves = np.cumsum(rng.random((n, d)) < 0.2, axis=0)
+        return np.take_along_axis(ar1(0.9, n, d, seed + 1), moves, axis=0)
+    if kind == "alternating":  # two values in turn: the first pair sum 1 + ρ_1 is negative
+        low, high = np.sort(rng.standard_normal((2, d)), axis=0)
+        return np.where(np.arange(n)[:, None] % 2 == 0, high, low)
+    raise ValueError(kind)
+
+
+def arviz_bulk_ess(x: np.ndarray) -> np.ndarray:
+    """arviz-stats' bulk ESS of each column of one chain (n, d), as a (d,) array."""
+    ess = array_stats.ess(x.T, chain_axis=None, draw_axis=-1, method="bulk")
+    return np.atleast_1d(np.asarray(ess, dtype=float))
+
+
+# Short and long, odd and even chains; together they reach every branch of the Geyer sums
+# (cut-off at the first pair, at a non-positive pair, at the last lag; the extra even term
+# positive, kept with a non-negative pair, or dropped; the monotone step; the τ floor).
+ESS_CASES = [
+    ("iid", 20, 1),
+    ("iid", 21, 3),
+    ("iid", 23, 3),
+    ("iid", 20000, 32),
+    ("ar0.3", 1001, 8),
+    ("ar0.3", 19999, 32),
+    ("ar0.9", 100, 4),
+    ("ar0.9", 5000, 16),
+    ("ar0.99", 37, 2),
+    ("ar0.99", 20000, 4),
+    ("ar-0.5", 20, 4),
+    ("ar-0.5", 22, 5),
+    ("ar-0.5", 4999, 32),
+    ("ar-0.99", 1000, 4),
+    ("walk", 20, 8),
+    ("walk", 23, 8),
+    ("walk", 501, 8),
+    ("walk", 20000, 2),
+    ("lattice", 3001, 6),
+    ("discrete", 21, 8),
+    ("discrete", 999, 3),
+    ("sticky", 2000, 8),
+    ("sticky", 20000, 4),
+    ("alternating", 200, 3),
+    ("alternating", 201, 2),
+]
+
+
+@pytest.mark.parametrize("kind, n, d", ESS_CASES)
+def test_ess_equals_arviz(kind, n, d):
+    x = chain(kind, n, d, seed=n + d)
+    np.testing.assert_allclose(ess_per_dim(x), arviz_bulk_ess(x), rtol=1e-9)
+
+
+def test_ess_equals_arviz_on_random_chains():
+    rng = np.random.default_rng(12)
+    kinds = ["iid", "ar0.3", "ar0.9", "ar0.99", "ar-0.5", "walk", "lattice", "discrete", "sticky"]
+    for seed in range(60):
+        kind = kinds[seed % len(kinds)]
+        n, d = int(np.exp(rng.uniform(math.log(20), math.log(3000)))), int(rng.integers(1, 9))
+        x = chain(kind, n, d, seed)
+        expected = np.where(np.ptp(x, axis=0) == 0, 1.0, arviz_bulk_ess(x))
+        np.testing.assert_allclose(ess_per_dim(x), expected, rtol=1e-9, err_msg=f"{kind} {n} {d}")
+
+
+def test_ess_alternating_chain_is_floored():
+    # Both halves alternate between two rank scores ±a with mean ≈ 0, so
+    # 1 + ρ_1 ≈ −1/(h(h − 1)) < 0: no lag is summed, τ = −1 + 1 = 0 is floored at
+    # 1/log10 N, and ESS = N log10 N (N = 2h = 200).
+    for n in (200, 201):
+        x = chain("alternating", n, 3, seed=0)
+        np.testing.assert_allclose(ess_per_dim(x), 200 * math.log10(200), rtol=1e-12)
+
+
+def test_ess_nan_column_and_tied_split_halves():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((101, 3))
+    x[7, 0] = math.nan
+    x[:, 2] = 1.0
+    x[50, 2] = 2.0  # odd n: the split drops the middle draw, so both halves are constant
+    ess = ess_per_dim(x)
+    assert math.isnan(ess[0])
+    np.testing.assert_allclose(ess[1:], arviz_bulk_ess(x[:, 1:]), rtol=1e-9)
+    assert ess[2] == 100.0
+    assert np.all(np.isnan(ess_per_dim(np.full((50, 2), math.nan))))
+
+
+def test_ess_one_dimensional_input():
+    x = chain("ar0.9", 777, 1, seed=6)
+    np.testing.assert_array_equal(ess_per_dim(x[:, 0]), ess_per_dim(x))
+
+
 def test_ess_ar1_matches_closed_form():
     n, phi = 20000, 0.9
     ess = ess_per_dim(ar1(phi, n, 16, seed=0))
@@ -327,7 +432,9 @@ def test_ess_too_few_samples_and_constant_column():
     assert np.all(np.isfinite(ess_per_dim(rng.standard_normal((20, 3)))))
     x = rng.standard_normal((500, 2))
     x[:, 1] = 3.0
-    assert ess_per_dim(x)[1] == 1.0
+    ess = ess_per_dim(x)
+    assert ess[1] == 1.0  # arviz-stats would report 500
+    assert ess[0] == pytest.approx(arviz_bulk_ess(x[:, :1])[0], rel=1e-9)
     buf = ThinningBuffer(100, 3)
     buf.extend(rng.standard_normal((19, 3)))
     assert all(math.isnan(v) for v in BulkESS(bimodal()).compute(buf).values())
@@ -347,6 +454,9 @@ def test_bulk_ess_on_thinned_buffer():
     assert result["ess_min"] <= result["ess_median"] <= result["ess_max"]
     assert result["ess_min"] == pytest.approx(full.min(), rel=0.1)
     assert result["ess_max"] == pytest.approx(full.max(), rel=0.1)
+    np.testing.assert_allclose(
+        [result["ess_min"], result["ess_max"]], np.sort(arviz_bulk_ess(buf.data)), rtol=1e-9
+    )
     # iid draws: the thinned ESS saturates near the number stored, a lower bound on n.
     buf = ThinningBuffer(20000, 2)
     buf.extend(np.random.default_rng(4).standard_normal((200000, 2)))

@@ -16,7 +16,7 @@ Metrics:
   the sample histogram: a 2-D grid, or the mean over coordinates of 1-D marginal KLs; counts
   updated per block. :func:`symmetric_kl` is the pure function on bin masses and counts.
 * :class:`BulkESS` (``ess_min``, ``ess_median``, ``ess_max``) — bulk ESS per coordinate
-  (arviz-stats) of the thinned samples in the buffer. :func:`ess_per_dim` is the pure function.
+  (the arviz-stats estimator, vectorised; tests hold it equal to arviz-stats) of the thinned samples in the buffer. :func:`ess_per_dim` is the pure function.
 
 :class:`ThinningBuffer` is the bounded store (every stride-th row, the stride doubling when
 full) the runner uses for samples and per-iteration diagnostics.
