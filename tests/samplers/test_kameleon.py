@@ -480,7 +480,7 @@ def test_config_defaults_are_the_paper_tables():
     assert ckam32.step_size == pytest.approx(2 * 2.38 / math.sqrt(32))
     assert (ckam.subsample_size, ckam.cycle.cycle_length, ckam.cycle.beta) == (50, 1000, 0.4)
     assert (ckam.adaptation.epsilon, ckam.adaptation.target_accept) == (0.75, 0.234)
-    assert (ckam.noise.start, ckam.noise.end, ckam.noise.rate, ckam.noise.horizon) == (4.0, 1.0, 0.55, 400)
+    assert (ckam.noise.start, ckam.noise.end, ckam.noise.rate, ckam.noise.horizon) == (4.0, 1.0, 0.55, 1000)
     assert ckam.subsample_prob == PowerDecay(1.0, 0.5)
     assert (kam.subsample_size, kam.burnin) == (30, 40000)
     assert (kam.noise.start, kam.noise.end, kam.noise.rate) == (4.0, 1.0, 0.55)
