@@ -5,8 +5,15 @@ builds the target, sampler and metrics with ``hydra.utils.instantiate``, runs th
 the budget (:class:`ckam_bench.runner.Runner`) and stores the run in Hydra's output folder.
 ``ckam-bench -m sampler=rw,ckam seed=0,1`` sweeps (Hydra multirun).
 
-Exit codes: 0 finished (complete, or stopped by its caps); 2 invalid configuration (nothing
-is sampled and no output folder is left behind); 130 interrupted (Ctrl-C / SIGTERM, after a
+Re-running into an existing run folder (same ``hydra.run.dir``, or the same
+``hydra.sweep.dir`` for a sweep) continues it: a run already complete for the same resolved
+config (same :func:`config_hash`) is skipped, an interrupted or killed one resumes from its
+last checkpoint, and a folder holding a run of another config is refused. A folder in use by
+a live process (see :class:`ckam_bench.store.RunLock`) is never written to.
+
+Exit codes: 0 finished (complete, stopped by its caps, skipped as already complete, or
+skipped because another process holds its folder); 2 invalid configuration (nothing is
+sampled and no new output folder is left behind); 130 interrupted (Ctrl-C / SIGTERM, after a
 final checkpoint); 1 any other failure (the run folder's status says ``failed``).
 """
 
@@ -15,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import re
 import shutil
 import sys
 import uuid
@@ -31,16 +39,17 @@ import ckam_bench
 from ckam_bench import store
 from ckam_bench.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
+from ckam_bench.validate import ConfigError, check_config
 
-
-class ConfigError(ValueError):
-    """The composed configuration cannot be run; the message names the key."""
+# Keys that do not change what a run computes (left out of the config hash).
+COSMETIC_KEYS = ("hydra", "progress")
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """sha256 of the resolved run config (Hydra's own settings excluded)."""
+    """sha256 of the resolved run config (Hydra's settings and the progress bar excluded)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
-    plain.pop("hydra", None)
+    for key in COSMETIC_KEYS:
+        plain.pop(key, None)
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -59,23 +68,34 @@ def versions() -> dict:
     }
 
 
-def _build(cfg: DictConfig, key: str, **kwargs):
+def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
+    """Instantiate ``cfg[key]``; a constructor's ValueError becomes a ConfigError whose
+    message starts with the full key of the failing node (e.g. ``sampler.cycle.beta``)."""
     try:
         return instantiate(cfg[key], **kwargs)
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
-        raise ConfigError(f"{key}: {cause}") from exc
+        found = re.search(r"full_key: (\S+)", str(exc))
+        node = found.group(1) if found else (path or key)
+        message = str(cause)
+        first = message.split(" ", 1)[0]
+        if re.fullmatch(r"[a-z_]+", first) and not node.endswith(first):
+            message = f"{node}.{message}"
+        else:
+            message = f"{node}: {message}"
+        raise ConfigError(message) from exc
 
 
 def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     """Build every object of a run from its config; raise ConfigError on bad input."""
+    check_config(cfg)
     target = _build(cfg, "target")
     sampler = _build(cfg, "sampler")
     skip, why = sampler.skip(target)
     if skip:
         raise ConfigError(f"sampler: {labels['sampler']} cannot run on {target.name}: {why}")
     metrics = {
-        name: _build(cfg.metrics, name, target=target)
+        name: _build(cfg.metrics, name, path=f"metrics.{name}", target=target)
         for name, node in cfg.metrics.items()
         if isinstance(node, DictConfig) and "_target_" in node
     }
@@ -125,24 +145,76 @@ def _summary(status: dict, out_dir: str, latest: dict) -> str:
             f"({rate:,.0f} it/s){kl} -> {out_dir}")
 
 
+def _previous(out_dir: Path, digest: str):
+    """What an earlier run left in ``out_dir``: None (fresh), "complete" or resume data."""
+    status_file = out_dir / store.STATUS
+    if not status_file.exists():
+        return None
+    try:
+        status = json.loads(status_file.read_text())
+    except (OSError, ValueError):
+        status = {}
+    if status.get("config_hash") not in (None, digest):
+        raise ConfigError(
+            f"hydra.run.dir: {out_dir} holds a run of a different configuration; "
+            "choose another folder (or delete that one) to start a new run")
+    if status.get("state") == "complete":
+        return "complete"
+    try:
+        return store.read_resume(out_dir / store.RESUME)
+    except (OSError, ValueError, KeyError):
+        return None  # killed before its first checkpoint, or damaged: start afresh
+
+
+_TASK_STARTED = False
+
+
 @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
-    out_dir = HydraConfig.get().runtime.output_dir
+    global _TASK_STARTED
+    _TASK_STARTED = True
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    fresh = not (out_dir / store.STATUS).exists()
     try:
         runner = build(cfg, _labels(cfg), out_dir)
+        previous = _previous(out_dir, config_hash(cfg))
     except ConfigError as exc:
-        if not (Path(out_dir) / store.STATUS).exists():
+        if fresh:
             shutil.rmtree(out_dir, ignore_errors=True)
         print(f"ckam-bench: invalid configuration: {exc}", file=sys.stderr)
         sys.exit(2)
-    status = runner.run()
+    if previous == "complete":
+        print(f"ckam-bench: already complete for this config, skipped: {out_dir}", file=sys.stderr)
+        return
+    try:
+        lock = store.RunLock(out_dir).acquire()
+    except store.FolderBusy as exc:
+        print(f"ckam-bench: skipped: {exc}", file=sys.stderr)
+        return
+    try:
+        if previous is not None:
+            print(f"ckam-bench: resuming from checkpoint {len(previous[1]['rows'])} "
+                  f"({previous[1]['iterations']} iterations): {out_dir}", file=sys.stderr)
+        status = runner.run(resume=previous, lock=lock)
+    except OSError as exc:
+        print(f"ckam-bench: cannot write the run folder {out_dir}: {exc}", file=sys.stderr)
+        sys.exit(1)
+    finally:
+        lock.release()
     print(_summary(status, out_dir, runner.latest), file=sys.stderr)
     if status["state"] == "interrupted":
         sys.exit(130)
 
 
 def main() -> None:
-    _app()
+    """Console entry point. Hydra's own composition errors (an unknown group option or key)
+    exit with 1 before the task runs; they are configuration errors, so exit with 2."""
+    try:
+        _app()
+    except SystemExit as exc:
+        if exc.code == 1 and not _TASK_STARTED:
+            sys.exit(2)
+        raise
 
 
 if __name__ == "__main__":

@@ -24,7 +24,15 @@ acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,`` the met
 (``kl, kl_outside, ess_min, ess_median, ess_max`` by default), ``ess_per_second`` (min ESS per
 sampler second) and ``ess_per_density`` (min ESS per density evaluation)
 
-and rewrites the bounded ``samples.parquet`` / ``diagnostics.parquet`` and ``status.json``.
+and rewrites the bounded ``samples.parquet`` / ``diagnostics.parquet``, ``status.json`` and
+``resume.npz``.
+
+**Resume.** ``resume.npz`` holds, at the last checkpoint, the sampler state, the random
+generator state, the clock, all counters, the metric accumulators, the bounded stores and the
+trace rows. :meth:`Runner.run` with ``resume=store.read_resume(...)`` continues from there: the
+trace continues without gaps or duplicates, and since every sampler's random stream does not
+depend on how iterations are split into blocks, a resumed run with an iteration cap draws
+exactly the samples of an uninterrupted one. The file is removed when a run completes.
 """
 
 from __future__ import annotations
@@ -159,6 +167,11 @@ class Runner:
         self.last_step = math.nan
         self.last_noise = math.nan
         self.latest: dict = {}
+        self.chain = None
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.wall_offset = 0.0
+        self.next_ck = 0
+        self.lock = None
 
     # ------------------------------------------------------------------ bookkeeping
     def _record_block(self, block) -> None:
@@ -248,7 +261,7 @@ class Runner:
         }
 
     def _checkpoint(self, wall_start: float, state: str, reason: str = "") -> None:
-        wall = time.perf_counter() - wall_start
+        wall = self.wall_offset + time.perf_counter() - wall_start
         self.latest = self._row(wall)
         self.rows.append(self.latest)
         store.write_parquet(pd.DataFrame(self.rows), self.out / store.TRACE)
@@ -258,6 +271,12 @@ class Runner:
         store.write_columns(samples, self.out / store.SAMPLES)
         store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
         store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
+        if state == "complete":
+            (self.out / store.RESUME).unlink(missing_ok=True)
+        elif self.chain is not None:
+            store.write_resume(*self._snapshot(wall), self.out / store.RESUME)
+        if self.lock is not None:
+            self.lock.heartbeat()
 
     def _diagnostics_columns(self) -> dict:
         import pyarrow as pa
@@ -278,11 +297,61 @@ class Runner:
                                                          pa.array(list(self.phases))),
         }
 
+    # ------------------------------------------------------------------ resume
+    def _snapshot(self, wall: float) -> tuple[dict, dict]:
+        arrays = {f"sampler.{k}": v for k, v in store.flatten_state(self.chain).items()}
+        for name, metric in self.metrics.items():
+            state = metric.state_dict() if hasattr(metric, "state_dict") else {}
+            arrays.update({f"metric.{name}.{k}": v for k, v in state.items()})
+        for name, buf in (("samples", self.samples), ("diagnostics", self.diagnostics)):
+            arrays.update({f"{name}.{k}": v for k, v in buf.state_dict().items()})
+        arrays["head"] = self.head[: self.n_head]
+        arrays["accepted_by_phase"] = self.accepted_by_phase
+        arrays["iters_by_phase"] = self.iters_by_phase
+        meta = {
+            "rng": self.rng.bit_generator.state,
+            "clock": self.clock, "wall": wall, "started": self.started,
+            "iterations": self.iterations, "n_collected": self.n_collected,
+            "n_nonfinite": self.n_nonfinite, "n_jitter": self.n_jitter,
+            "n_density": self.target.n_density, "n_grad": self.target.n_grad,
+            "last_step": self.last_step, "last_noise": self.last_noise,
+            "next_ck": self.next_ck, "rows": self.rows,
+        }
+        return arrays, meta
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        def group(prefix):
+            return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+        self.chain = store.restore_state(self.chain, group("sampler."))
+        for name, metric in self.metrics.items():
+            if hasattr(metric, "load_state_dict"):
+                metric.load_state_dict(group(f"metric.{name}."))
+        self.samples = ThinningBuffer.from_state(group("samples."))
+        self.diagnostics = ThinningBuffer.from_state(group("diagnostics."))
+        head = arrays["head"]
+        self.n_head = head.shape[0]
+        self.head[: self.n_head] = head
+        self.accepted_by_phase = arrays["accepted_by_phase"].astype(np.int64)
+        self.iters_by_phase = arrays["iters_by_phase"].astype(np.int64)
+        self.rng.bit_generator.state = meta["rng"]
+        self.clock, self.wall_offset, self.started = meta["clock"], meta["wall"], meta["started"]
+        for key in ("iterations", "n_collected", "n_nonfinite", "n_jitter", "next_ck"):
+            setattr(self, key, int(meta[key]))
+        self.target.n_density, self.target.n_grad = int(meta["n_density"]), int(meta["n_grad"])
+        self.last_step, self.last_noise = float(meta["last_step"]), float(meta["last_noise"])
+        self.rows = list(meta["rows"])
+        self.latest = self.rows[-1] if self.rows else {}
+
     # ------------------------------------------------------------------ main loop
-    def run(self) -> dict:
-        """Run to the end of the budget; returns the final status dictionary."""
+    def run(self, resume: tuple[dict, dict] | None = None, lock=None) -> dict:
+        """Run to the end of the budget; returns the final status dictionary.
+
+        ``resume`` is ``store.read_resume(...)`` of an interrupted run of the same config;
+        ``lock`` a held :class:`ckam_bench.store.RunLock` whose heartbeat checkpoints refresh.
+        """
         self.out.mkdir(parents=True, exist_ok=True)
-        self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.lock = lock
         wall_start = time.perf_counter()
         desc = f"{self.labels['sampler']} on {self.labels['target']}"
         bar = _Progress(self.progress, self.budget.seconds, desc)
@@ -290,39 +359,40 @@ class Runner:
         reason, state = "budget", "complete"
         try:
             t0 = time.perf_counter()
-            chain = self.sampler.init(self.target, self.x0, self.rng)
+            self.chain = self.sampler.init(self.target, self.x0, self.rng)
             self.clock += time.perf_counter() - t0
-            store.write_json(self._status("running", "", time.perf_counter() - wall_start),
-                             self.out / store.STATUS)
-            next_ck = 0
+            if resume is not None:
+                self._restore(*resume)
+            store.write_json(self._status("running", "", self.wall_offset), self.out / store.STATUS)
             n, rate = 16, None
             max_it = self.budget.max_iterations
+            cks = self.checkpoints
             while True:
                 if max_it is not None:
+                    if self.iterations >= max_it:
+                        reason = "max_iterations"
+                        break
                     n = min(n, max_it - self.iterations)
+                if self.clock >= self.budget.seconds:
+                    break
                 t0 = time.perf_counter()
-                chain, block = self.sampler.advance(chain, n)
+                self.chain, block = self.sampler.advance(self.chain, n)
                 dt = time.perf_counter() - t0
                 self.clock += dt
                 self._record_block(block)
-                if max_it is not None and self.iterations >= max_it:
-                    reason = "max_iterations"
-                    break
-                if self.clock >= self.budget.seconds:
-                    break
-                if time.perf_counter() - wall_start >= self.budget.wall_cap:
+                if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
                     reason = "wall_seconds"
                     break
-                if next_ck < len(self.checkpoints) and self.clock >= self.checkpoints[next_ck]:
+                if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                     self._checkpoint(wall_start, "running")
-                    while next_ck < len(self.checkpoints) and self.clock >= self.checkpoints[next_ck]:
-                        next_ck += 1
+                    while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
+                        self.next_ck += 1
                     bar.update(self.clock, self._postfix())
                 # next block: ~block_seconds long, not far past the next checkpoint or the end
                 rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
                 horizon = self.budget.seconds - self.clock
-                if next_ck < len(self.checkpoints):
-                    horizon = min(horizon, self.checkpoints[next_ck] - self.clock)
+                if self.next_ck < len(cks):
+                    horizon = min(horizon, cks[self.next_ck] - self.clock)
                 n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * n)))
         except (KeyboardInterrupt, Interrupted):
             reason, state = "interrupted", "interrupted"
@@ -335,7 +405,7 @@ class Runner:
         self._checkpoint(wall_start, state, reason)
         bar.update(self.clock, self._postfix())
         bar.close()
-        return self._status(state, reason, time.perf_counter() - wall_start)
+        return self._status(state, reason, self.wall_offset + time.perf_counter() - wall_start)
 
     def _postfix(self) -> dict:
         post = {"it/s": f"{_ratio(self.iterations, self.clock):.3g}",

@@ -1,0 +1,163 @@
+"""Checks on a composed config before anything is built, sampled or written.
+
+Hydra already rejects unknown group options (listing the valid ones) and unknown keys. This
+module adds what the constructors cannot say well by themselves:
+
+* every number in the config is finite (``sampler.step_size=inf`` names its key);
+* every argument of an object built from the config (``_target_`` nodes: target, sampler,
+  kernel, schedules, metrics) has the type its constructor's annotation asks for, so
+  ``sampler.step_size=abc`` is reported as ``sampler.step_size: expected a number, got 'abc'``
+  rather than as a conversion error deep inside the sampler;
+* the run-level keys (``seed``, ``start``, ``budget``, ``checkpoint``, ``progress``,
+  ``block_seconds``, store capacities) have sensible values.
+
+Range checks that belong to an object (β ∈ (0, 1), step sizes > 0, Matérn smoothness > 1, …)
+stay in its constructor; :func:`ckam_bench.cli.build` reports them with the full key of the
+node that failed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import numbers
+import types
+import typing
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """The composed configuration cannot be run; the message names the key."""
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise :class:`ConfigError` for the first problem found in ``cfg``."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    _check_finite(plain, "")
+    for key in ("target", "sampler", "metrics"):
+        _check_types(plain.get(key), key)
+    _check_run_keys(plain)
+
+
+def _check_finite(node, path: str) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_finite(v, f"{path}[{i}]")
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{path}: must be a finite number, got {node}")
+
+
+def _resolve(target: str):
+    module, _, name = target.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"cannot import {target!r}: {exc}") from exc
+
+
+def _accepts(hint, value) -> bool | None:
+    """Whether ``value`` fits a simple annotation; None when the hint is not checked."""
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        results = [_accepts(h, value) for h in typing.get_args(hint)]
+        if value is None and type(None) in typing.get_args(hint):
+            return True
+        checked = [r for r in results if r is not None]
+        return any(checked) if checked else None
+    return None
+
+
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _check_types(node, path: str) -> None:
+    if isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_types(v, f"{path}[{i}]")
+        return
+    if not isinstance(node, dict):
+        return
+    for k, v in node.items():
+        if isinstance(v, (dict, list)):
+            _check_types(v, f"{path}.{k}")
+    if "_target_" not in node:
+        return
+    func = _resolve(node["_target_"])
+    try:
+        hints = typing.get_type_hints(func.__init__ if inspect.isclass(func) else func)
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError, NameError):
+        return
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for k, v in node.items():
+        if k.startswith("_"):
+            continue
+        if k not in params and not takes_kwargs:
+            valid = ", ".join(p for p in params if p not in ("self", "target"))
+            raise ConfigError(f"{path}.{k}: unknown key for {node['_target_']} (valid: {valid})")
+        hint = hints.get(k)
+        if hint is None or isinstance(v, (dict, list)):
+            continue
+        if _accepts(hint, v) is False:
+            want = _EXPECTED.get(hint, getattr(hint, "__name__", str(hint)))
+            for h in typing.get_args(hint):
+                want = _EXPECTED.get(h, want) if h is not type(None) else want
+            raise ConfigError(f"{path}.{k}: expected {want}, got {v!r}")
+
+
+def _positive_number(plain: dict, key: str, allow_none: bool = False) -> None:
+    node = plain
+    parts = key.split(".")
+    for p in parts:
+        node = node.get(p) if isinstance(node, dict) else None
+    if node is None and allow_none:
+        return
+    if not (isinstance(node, numbers.Real) and not isinstance(node, bool) and node > 0):
+        raise ConfigError(f"{key}: must be a number > 0, got {node!r}")
+
+
+def _positive_int(plain: dict, key: str, allow_none: bool = False) -> None:
+    node = plain
+    for p in key.split("."):
+        node = node.get(p) if isinstance(node, dict) else None
+    if node is None and allow_none:
+        return
+    if not (isinstance(node, int) and not isinstance(node, bool) and node >= 1):
+        raise ConfigError(f"{key}: must be an integer >= 1, got {node!r}")
+
+
+def _check_run_keys(plain: dict) -> None:
+    seed = plain.get("seed")
+    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
+    start = plain.get("start")
+    if start is not None and not (
+        isinstance(start, list) and all(isinstance(v, numbers.Real) for v in start)
+    ):
+        raise ConfigError(f"start: must be null or a list of numbers, got {start!r}")
+    _positive_number(plain, "budget.seconds")
+    _positive_int(plain, "budget.max_iterations", allow_none=True)
+    _positive_number(plain, "budget.wall_seconds", allow_none=True)
+    _positive_number(plain, "checkpoint.first")
+    _positive_int(plain, "checkpoint.per_decade", allow_none=True)
+    _positive_number(plain, "checkpoint.every", allow_none=True)
+    _positive_number(plain, "block_seconds")
+    for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
+        _positive_int(plain, f"metrics.{key}")
+    if plain.get("progress") not in ("auto", True, False):
+        raise ConfigError(f"progress: must be auto, true or false, got {plain.get('progress')!r}")
+
