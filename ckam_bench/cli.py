@@ -31,6 +31,7 @@ from pathlib import Path
 import hydra
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -39,6 +40,7 @@ import ckam_bench
 from ckam_bench import store
 from ckam_bench.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
+from ckam_bench.targets.base import CapabilityError
 from ckam_bench.validate import ConfigError, check_config
 
 # Keys that do not change what a run computes (left out of the config hash).
@@ -75,6 +77,8 @@ def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
         return instantiate(cfg[key], **kwargs)
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
+        if isinstance(cause, CapabilityError):
+            raise cause from None
         found = re.search(r"full_key: (\S+)", str(exc))
         node = found.group(1) if found else (path or key)
         message = str(cause)
@@ -94,11 +98,13 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     skip, why = sampler.skip(target)
     if skip:
         raise ConfigError(f"sampler: {labels['sampler']} cannot run on {target.name}: {why}")
-    metrics = {
-        name: _build(cfg.metrics, name, path=f"metrics.{name}", target=target)
-        for name, node in cfg.metrics.items()
-        if isinstance(node, DictConfig) and "_target_" in node
-    }
+    metrics, unsupported = {}, {}
+    for name, node in cfg.metrics.items():
+        if isinstance(node, DictConfig) and "_target_" in node:
+            try:
+                metrics[name] = _build(cfg.metrics, name, path=f"metrics.{name}", target=target)
+            except CapabilityError as exc:  # e.g. KL needs a box and exact marginals
+                unsupported[name] = str(exc)
     try:
         budget = Budget(float(cfg.budget.seconds), cfg.budget.max_iterations,
                         cfg.budget.wall_seconds)
@@ -121,7 +127,8 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
-        status_extra={"config_hash": config_hash(cfg), "versions": versions()},
+        status_extra={"config_hash": config_hash(cfg), "versions": versions(),
+                      "metrics_unsupported": unsupported},
     )
 
 
@@ -166,13 +173,38 @@ def _previous(out_dir: Path, digest: str):
         return None  # killed before its first checkpoint, or damaged: start afresh
 
 
-_TASK_STARTED = False
+_COMPOSED = False  # set once Hydra has composed the config (see main)
+
+
+class OutputFolderCheck(Callback):
+    """Hydra callback (``hydra.callbacks`` in conf/config.yaml): make sure the run or sweep
+    folder can be created before Hydra tries, so a bad path is one sentence, not a traceback."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config.hydra.run.dir)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config.hydra.sweep.dir)
+
+    @staticmethod
+    def _check(folder) -> None:
+        global _COMPOSED
+        _COMPOSED = True
+        try:
+            Path(str(folder)).mkdir(parents=True, exist_ok=True)
+            probe = Path(str(folder)) / f".write-test-{uuid.uuid4().hex}"
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            print(f"ckam-bench: cannot create or write the output folder {folder}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            sys.exit(1)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
-    global _TASK_STARTED
-    _TASK_STARTED = True
+    global _COMPOSED
+    _COMPOSED = True
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     fresh = not (out_dir / store.STATUS).exists()
     try:
@@ -212,7 +244,7 @@ def main() -> None:
     try:
         _app()
     except SystemExit as exc:
-        if exc.code == 1 and not _TASK_STARTED:
+        if exc.code == 1 and not _COMPOSED:
             sys.exit(2)
         raise
 
