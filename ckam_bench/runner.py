@@ -5,7 +5,7 @@ The runner knows no sampler, target or metric by name; it only uses the interfac
 (``update(samples)`` per block, ``compute(buffer) -> dict`` per checkpoint).
 
 **Sampler clock.** Only time spent inside ``sampler.init`` and ``sampler.advance`` counts
-(benchopt's callback design): the clock stops while metrics are updated and computed, rows
+(benchopt's callback design; ``sampler.warm_up``, e.g. JIT compilation, runs before the clock): the clock stops while metrics are updated and computed, rows
 are written and the progress bar redraws. The run stops at the first of: the budget of
 sampler seconds, the iteration cap (met exactly: the last block is shortened), the hard
 wall-clock cap, or Ctrl-C / SIGTERM (a final checkpoint is written and the run is marked
@@ -358,6 +358,7 @@ class Runner:
         previous = _install_sigterm()
         reason, state = "budget", "complete"
         try:
+            self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
             t0 = time.perf_counter()
             self.chain = self.sampler.init(self.target, self.x0, self.rng)
             self.clock += time.perf_counter() - t0

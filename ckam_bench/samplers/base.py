@@ -151,6 +151,11 @@ class Sampler:
     def advance(self, state, n: int):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement advance")
 
+    def warm_up(self, target: Target) -> None:
+        """Untimed preparation before the sampler clock starts (e.g. compiling an inner loop
+        for this target). Must not evaluate the target through its counted API nor draw from
+        the run's random generator. The default does nothing."""
+
     def skip(self, target: Target) -> tuple[bool, str]:
         """(True, reason) when this sampler cannot run on ``target`` (e.g. needs a gradient)."""
         return False, ""
