@@ -127,6 +127,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
+        max_overhead=cfg.checkpoint.max_overhead,
         status_extra={"config_hash": config_hash(cfg), "versions": versions(),
                       "metrics_unsupported": unsupported},
     )

@@ -15,7 +15,10 @@ wall-clock cap, or Ctrl-C / SIGTERM (a final checkpoint is written and the run i
 time, shortened near a checkpoint time, the end of the budget and the iteration cap.
 
 **Checkpoints** happen when the sampler clock passes each time of the schedule (see
-:func:`checkpoint_times`) and once more at the end. Each writes one row to
+:func:`checkpoint_times`) and once more at the end. A scheduled checkpoint is postponed while
+the wall time spent outside the sampler (metrics, writes, bookkeeping) exceeds
+``max_overhead`` times the sampler time, which bounds the cost of checkpoints whatever the
+schedule, the target's dimension or the metric. Each writes one row to
 ``trace.parquet`` with
 
 ``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
@@ -45,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ckam_bench import store
 from ckam_bench.metrics.buffer import ThinningBuffer
@@ -136,7 +138,7 @@ class Runner:
                  labels: dict, x0=None, checkpoints: np.ndarray | None = None,
                  progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
                  diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
-                 status_extra: dict | None = None):
+                 max_overhead: float | None = 0.03, status_extra: dict | None = None):
         self.sampler = sampler
         self.target = target
         self.metrics = metrics
@@ -148,6 +150,7 @@ class Runner:
         self.checkpoints = checkpoint_times(budget.seconds) if checkpoints is None else checkpoints
         self.progress = progress
         self.block_seconds = float(block_seconds)
+        self.max_overhead = max_overhead
         self.samples = ThinningBuffer(samples_capacity, target.dim)
         self.diagnostics = ThinningBuffer(diagnostics_capacity, len(DIAG_COLUMNS))
         self.head = np.empty((diagnostics_head, len(DIAG_COLUMNS)))
@@ -264,7 +267,7 @@ class Runner:
         wall = self.wall_offset + time.perf_counter() - wall_start
         self.latest = self._row(wall)
         self.rows.append(self.latest)
-        store.write_parquet(pd.DataFrame(self.rows), self.out / store.TRACE)
+        store.write_rows(self.rows, self.out / store.TRACE)
         samples = {"index": self.samples.indices}
         data = self.samples.data
         samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
@@ -385,10 +388,12 @@ class Runner:
                     reason = "wall_seconds"
                     break
                 if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                    self._checkpoint(wall_start, "running")
+                    outside = self.wall_offset + time.perf_counter() - wall_start - self.clock
+                    if self.max_overhead is None or outside <= self.max_overhead * self.clock:
+                        self._checkpoint(wall_start, "running")
+                        bar.update(self.clock, self._postfix())
                     while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                         self.next_ck += 1
-                    bar.update(self.clock, self._postfix())
                 # next block: ~block_seconds long, not far past the next checkpoint or the end
                 rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
                 horizon = self.budget.seconds - self.clock

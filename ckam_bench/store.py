@@ -68,6 +68,15 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     _atomic_write(path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
 
 
+def write_rows(rows: list[dict], path: Path) -> None:
+    """Atomically write a list of flat dicts (one per checkpoint) as a parquet table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows)
+    _atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
 def write_columns(columns: dict, path: Path) -> None:
     """Atomically write numpy columns to parquet with pyarrow (no pandas round trip: this is
     the per-checkpoint path for the bounded sample and diagnostics stores)."""

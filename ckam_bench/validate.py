@@ -155,6 +155,7 @@ def _check_run_keys(plain: dict) -> None:
     _positive_number(plain, "checkpoint.first")
     _positive_int(plain, "checkpoint.per_decade", allow_none=True)
     _positive_number(plain, "checkpoint.every", allow_none=True)
+    _positive_number(plain, "checkpoint.max_overhead", allow_none=True)
     _positive_number(plain, "block_seconds")
     for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
         _positive_int(plain, f"metrics.{key}")

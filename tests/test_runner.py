@@ -114,6 +114,19 @@ def test_slow_metric_does_not_consume_the_sampler_budget(tmp_path):
     assert last.seen == last.n_collected
 
 
+def test_checkpoints_are_postponed_to_bound_their_cost(tmp_path):
+    times = checkpoint_times(1.0, first=0.01, per_decade=30)
+    slow = SlowMetric(0.05)
+    runner = _runner(tmp_path, CountingSampler(seconds_per_iteration=2e-5), Budget(seconds=1.0),
+                     metrics={"slow": slow}, checkpoints=times, max_overhead=0.5)
+    runner.run()
+    trace = pd.read_parquet(tmp_path / store.TRACE)
+    assert len(trace) < len(times) / 2
+    # the share outside the sampler stays near the cap (plus the final checkpoint)
+    last = trace.iloc[-1]
+    assert last.eval_seconds <= 0.5 * last.sampler_seconds + 0.15
+
+
 def test_iteration_cap_stops_exactly(tmp_path):
     runner = _runner(tmp_path, CountingSampler(), Budget(seconds=60, max_iterations=12345))
     status = runner.run()
