@@ -15,11 +15,12 @@ wall-clock cap, or Ctrl-C / SIGTERM (a final checkpoint is written and the run i
 time, shortened near a checkpoint time, the end of the budget and the iteration cap.
 
 **Checkpoints** happen when the sampler clock passes each time of the schedule (see
-:func:`checkpoint_times`) and once more at the end. A scheduled checkpoint is postponed while
-the wall time spent outside the sampler (metrics, writes, bookkeeping) exceeds
-``max_overhead`` times the sampler time, which bounds the cost of checkpoints whatever the
-schedule, the target's dimension or the metric. Each writes one row to
-``trace.parquet`` with
+:func:`checkpoint_times`) and once more at the end. Each writes one row to ``trace.parquet``
+and ``status.json`` (cheap). The bounded ``samples.parquet`` / ``diagnostics.parquet`` and
+``resume.npz`` (heavier) are rewritten with it unless the wall time spent outside the sampler
+so far exceeds ``max_overhead`` times the sampler time; they then wait for a later checkpoint
+and are always written at the end. This bounds the cost of checkpoints whatever the schedule,
+the target's dimension or the run length. A trace row holds
 
 ``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
 eval_seconds, iterations, n_collected, n_density, n_grad, n_nonfinite, n_jitter,
@@ -27,8 +28,6 @@ acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,`` the met
 (``kl, kl_outside, ess_min, ess_median, ess_max`` by default), ``ess_per_second`` (min ESS per
 sampler second) and ``ess_per_density`` (min ESS per density evaluation)
 
-and rewrites the bounded ``samples.parquet`` / ``diagnostics.parquet``, ``status.json`` and
-``resume.npz``.
 
 **Resume.** ``resume.npz`` holds, at the last checkpoint, the sampler state, the random
 generator state, the clock, all counters, the metric accumulators, the bounded stores and the
@@ -263,20 +262,22 @@ class Runner:
             **self.status_extra,
         }
 
-    def _checkpoint(self, wall_start: float, state: str, reason: str = "") -> None:
+    def _checkpoint(self, wall_start: float, state: str, reason: str = "",
+                    stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
         self.latest = self._row(wall)
         self.rows.append(self.latest)
         store.write_rows(self.rows, self.out / store.TRACE)
-        samples = {"index": self.samples.indices}
-        data = self.samples.data
-        samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
-        store.write_columns(samples, self.out / store.SAMPLES)
-        store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
+        if stores:
+            samples = {"index": self.samples.indices}
+            data = self.samples.data
+            samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
+            store.write_columns(samples, self.out / store.SAMPLES)
+            store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
         store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
         if state == "complete":
             (self.out / store.RESUME).unlink(missing_ok=True)
-        elif self.chain is not None:
+        elif stores and self.chain is not None:
             store.write_resume(*self._snapshot(wall), self.out / store.RESUME)
         if self.lock is not None:
             self.lock.heartbeat()
@@ -389,9 +390,9 @@ class Runner:
                     break
                 if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                     outside = self.wall_offset + time.perf_counter() - wall_start - self.clock
-                    if self.max_overhead is None or outside <= self.max_overhead * self.clock:
-                        self._checkpoint(wall_start, "running")
-                        bar.update(self.clock, self._postfix())
+                    heavy = self.max_overhead is None or outside <= self.max_overhead * self.clock
+                    self._checkpoint(wall_start, "running", stores=heavy)
+                    bar.update(self.clock, self._postfix())
                     while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                         self.next_ck += 1
                 # next block: ~block_seconds long, not far past the next checkpoint or the end

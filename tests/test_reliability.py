@@ -198,7 +198,11 @@ def test_twenty_kills(tmp_path):
 def test_sigterm_writes_a_final_checkpoint(tmp_path):
     out = tmp_path / "term"
     proc = start("sampler=rw", "budget.seconds=60", f"hydra.run.dir={out}", cwd=tmp_path)
-    time.sleep(3)
+    for _ in range(600):  # until the first checkpoint (start-up and warm-up vary with load)
+        if (out / store.RESUME).exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 130
     status = json.loads((out / store.STATUS).read_text())
