@@ -8,8 +8,8 @@ The runner knows no sampler, target or metric by name; it only uses the interfac
 (benchopt's callback design; ``sampler.warm_up``, e.g. JIT compilation, runs before the clock): the clock stops while metrics are updated and computed, rows
 are written and the progress bar redraws. The run stops at the first of: the budget of
 sampler seconds, the iteration cap (met exactly: the last block is shortened), the hard
-wall-clock cap, or Ctrl-C / SIGTERM (a final checkpoint is written and the run is marked
-``interrupted``).
+wall-clock cap, or Ctrl-C / SIGTERM (the current block finishes, a final checkpoint is written
+and the run is marked ``interrupted``; see :class:`StopRequest`).
 
 **Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
 time, shortened near a checkpoint time, the end of the budget and the iteration cap.
@@ -54,8 +54,30 @@ from ckam_bench.metrics.buffer import ThinningBuffer
 DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise")
 
 
-class Interrupted(BaseException):
-    """Raised by the SIGTERM handler so the run can write a final checkpoint."""
+class StopRequest:
+    """Ctrl-C / SIGTERM handling: the first signal asks the run to stop after the current
+    block (a flag checked between blocks, ~20 ms apart), so it never interrupts a sampler's
+    compiled inner loop; a second Ctrl-C raises KeyboardInterrupt at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def _handle(self, signum, frame):
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
 
 
 @dataclass(frozen=True)
@@ -357,62 +379,63 @@ class Runner:
         self.out.mkdir(parents=True, exist_ok=True)
         self.lock = lock
         wall_start = time.perf_counter()
-        desc = f"{self.labels['sampler']} on {self.labels['target']}"
-        bar = _Progress(self.progress, self.budget.seconds, desc)
-        previous = _install_sigterm()
-        reason, state = "budget", "complete"
-        try:
-            self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
-            t0 = time.perf_counter()
-            self.chain = self.sampler.init(self.target, self.x0, self.rng)
-            self.clock += time.perf_counter() - t0
-            if resume is not None:
-                self._restore(*resume)
-            store.write_json(self._status("running", "", self.wall_offset), self.out / store.STATUS)
-            n, rate = 16, None
-            max_it = self.budget.max_iterations
-            cks = self.checkpoints
-            while True:
-                if max_it is not None:
-                    if self.iterations >= max_it:
-                        reason = "max_iterations"
-                        break
-                    n = min(n, max_it - self.iterations)
-                if self.clock >= self.budget.seconds:
-                    break
-                t0 = time.perf_counter()
-                self.chain, block = self.sampler.advance(self.chain, n)
-                dt = time.perf_counter() - t0
-                self.clock += dt
-                self._record_block(block)
-                if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
-                    reason = "wall_seconds"
-                    break
-                if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                    outside = self.wall_offset + time.perf_counter() - wall_start - self.clock
-                    heavy = self.max_overhead is None or outside <= self.max_overhead * self.clock
-                    self._checkpoint(wall_start, "running", stores=heavy)
-                    bar.update(self.clock, self._postfix())
-                    while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                        self.next_ck += 1
-                # next block: ~block_seconds long, not far past the next checkpoint or the end
-                rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
-                horizon = self.budget.seconds - self.clock
-                if self.next_ck < len(cks):
-                    horizon = min(horizon, cks[self.next_ck] - self.clock)
-                n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * n)))
-        except (KeyboardInterrupt, Interrupted):
-            reason, state = "interrupted", "interrupted"
-        except Exception as exc:
-            self._checkpoint(wall_start, "failed", f"{type(exc).__name__}: {exc}")
-            bar.close()
-            raise
-        finally:
-            _restore_sigterm(previous)
+        bar = _Progress(self.progress, self.budget.seconds,
+                        f"{self.labels['sampler']} on {self.labels['target']}")
+        with StopRequest() as stop:
+            try:
+                state, reason = self._loop(resume, stop, bar, wall_start)
+            except KeyboardInterrupt:
+                state, reason = "interrupted", "interrupted"
+            except Exception as exc:
+                self._checkpoint(wall_start, "failed", f"{type(exc).__name__}: {exc}")
+                bar.close()
+                raise
         self._checkpoint(wall_start, state, reason)
         bar.update(self.clock, self._postfix())
         bar.close()
         return self._status(state, reason, self.wall_offset + time.perf_counter() - wall_start)
+
+    def _loop(self, resume, stop: StopRequest, bar: _Progress, wall_start: float):
+        """Advance block by block until a stop condition; returns (state, reason)."""
+        self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
+        t0 = time.perf_counter()
+        self.chain = self.sampler.init(self.target, self.x0, self.rng)
+        self.clock += time.perf_counter() - t0
+        if resume is not None:
+            self._restore(*resume)
+        store.write_json(self._status("running", "", self.wall_offset), self.out / store.STATUS)
+        n, rate = 16, None
+        max_it = self.budget.max_iterations
+        cks = self.checkpoints
+        while True:
+            if max_it is not None:
+                if self.iterations >= max_it:
+                    return "complete", "max_iterations"
+                n = min(n, max_it - self.iterations)
+            if self.clock >= self.budget.seconds:
+                return "complete", "budget"
+            t0 = time.perf_counter()
+            self.chain, block = self.sampler.advance(self.chain, n)
+            dt = time.perf_counter() - t0
+            self.clock += dt
+            self._record_block(block)
+            if stop.requested:
+                return "interrupted", "interrupted"
+            if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
+                return "complete", "wall_seconds"
+            if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
+                outside = self.wall_offset + time.perf_counter() - wall_start - self.clock
+                heavy = self.max_overhead is None or outside <= self.max_overhead * self.clock
+                self._checkpoint(wall_start, "running", stores=heavy)
+                bar.update(self.clock, self._postfix())
+                while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
+                    self.next_ck += 1
+            # next block: ~block_seconds long, not far past the next checkpoint or the end
+            rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
+            horizon = self.budget.seconds - self.clock
+            if self.next_ck < len(cks):
+                horizon = min(horizon, cks[self.next_ck] - self.clock)
+            n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * n)))
 
     def _postfix(self) -> dict:
         post = {"it/s": f"{_ratio(self.iterations, self.clock):.3g}",
@@ -425,17 +448,3 @@ class Runner:
 def _ratio(a, b) -> float:
     return float(a) / float(b) if b else math.nan
 
-
-def _raise_interrupted(signum, frame):
-    raise Interrupted()
-
-
-def _install_sigterm():
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, _raise_interrupted)
-
-
-def _restore_sigterm(previous) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGTERM, previous)

@@ -195,7 +195,8 @@ def test_twenty_kills(tmp_path):
     _assert_same_run(full, out)
 
 
-def test_sigterm_writes_a_final_checkpoint(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signals_write_a_final_checkpoint(tmp_path, sig):
     out = tmp_path / "term"
     proc = start("sampler=rw", "budget.seconds=60", f"hydra.run.dir={out}", cwd=tmp_path)
     for _ in range(600):  # until the first checkpoint (start-up and warm-up vary with load)
@@ -203,7 +204,7 @@ def test_sigterm_writes_a_final_checkpoint(tmp_path):
             break
         time.sleep(0.05)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     assert proc.wait(timeout=60) == 130
     status = json.loads((out / store.STATUS).read_text())
     assert status["state"] == "interrupted"
