@@ -14,6 +14,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import ckam_bench  # noqa: F401  (registers the config resolvers)
+from ckam_bench import jit
 from ckam_bench.targets import (
     Gaussian,
     GaussianMixture,
@@ -137,6 +138,36 @@ def test_non_finite_points_give_non_finite_density(target):
     assert target._log_density(x) == -np.inf
     x[0] = np.nan
     assert np.isnan(target._log_density(x))
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+def test_compiled_density_is_the_log_density(target):
+    """jit_log_density(): the same values as _log_density (to rounding) in the bulk and the far
+    tails, the same NaN / ±inf at non-finite points, and no evaluation counted."""
+    f = target.jit_log_density()
+    X = points(target, 40, seed=3)
+    X = np.vstack([X, target.box.mean(axis=1) + 30.0 * (X - target.box.mean(axis=1))])
+    expected = np.array([target._log_density(x) for x in X])
+    np.testing.assert_allclose([f(x) for x in X], expected, rtol=1e-12, atol=1e-12)
+    rng = np.random.default_rng(4)
+    for values in ([np.nan], [np.inf], [-np.inf], [np.inf, -np.inf], [np.inf, np.nan], [1e200]):
+        x = target.start.copy()
+        x[rng.choice(target.dim, size=len(values), replace=False)] = values
+        with np.errstate(over="ignore", invalid="ignore"):
+            expected = target._log_density(x)
+        np.testing.assert_array_equal(f(x), expected, err_msg=str(values))
+    assert (target.n_density, target.n_grad) == (0, 0)
+    assert target.jit_log_density() is f  # compiled once per parameter set
+    assert type(target)(**_same_parameters(target)).jit_log_density() is f
+
+
+def _same_parameters(target) -> dict:
+    """Constructor arguments that rebuild ``target`` (for the compile-once check)."""
+    if isinstance(target, Gaussian):
+        return dict(mean=target.mean, cov=target.cov, dim=target.dim)
+    if isinstance(target, ProductMixture):
+        return dict(weights=target.weights, means=target.means, variance=target.variances, dim=target.dim)
+    return dict(weights=target.weights, means=target.means, variances=target.variances, dim=target.dim)
 
 
 def test_two_d_density_integrates_to_one_over_box(target2d):

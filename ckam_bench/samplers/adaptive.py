@@ -50,16 +50,21 @@ which exceeds the biased sample covariance C_t of θ_1..θ_t (``np.cov(bias=True
 (k − 1)/k where AM's weighs it by 1.
 
 Positive definiteness. Proposals use a lower Cholesky factor L of Σ_t + r I (``ridge`` r),
-recomputed once per iteration with LAPACK's ``dpotrf`` (the routine behind
-``np.linalg.cholesky``, called directly to skip numpy's per-call overhead, which dominates at
-small d; a rank-one update in Python would be slower than this for the d ≤ 32 used here). If
-the factorisation fails, a jitter c·10^k·I (c = tr Σ/d, k = −12, −11, …) is added to the
+recomputed once per iteration (O(d³/6), a few µs for d ≤ 50 when compiled). If the
+factorisation fails, a jitter c·10^k·I (c = tr Σ/d, k = −12, −11, …) is added to the
 factor's input until it succeeds; each such iteration is counted in ``Block.n_jitter``. The
 jitter never enters Σ itself.
 
 Random numbers are pre-drawn per block exactly as for RW
-(:func:`ckam_bench.samplers.random_walk.predraw`), so the chain does not depend on how the
-iterations are split into blocks.
+(:func:`ckam_bench.samplers.random_walk.predraw`), and the learning rates η_t of the block
+are evaluated before its loop, so the chain does not depend on how the iterations are split
+into blocks.
+
+Compiled loop: with numba and a target that has a compiled density (:mod:`ckam_bench.jit`),
+``_adaptive_kernel`` runs the block, a line-by-line mirror of the Python loop
+``_adaptive_loop`` (LAPACK's ``dpotrf``, called directly to skip numpy's per-call overhead, in
+Python; ``ckam_bench.jit.cholesky_into`` compiled), on the same pre-drawn numbers.
+``CKAM_BENCH_JIT=0`` forces the Python loop.
 """
 
 from __future__ import annotations
@@ -70,7 +75,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
-from ckam_bench.samplers.base import BlockRecorder, ChainState, Sampler, check_start
+from ckam_bench import jit
+from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
 from ckam_bench.samplers.random_walk import positive_step_size, predraw
 from ckam_bench.schedules import Constant, RobbinsMonro
 from ckam_bench.targets.base import Target
@@ -107,6 +113,16 @@ def rao_blackwell_update(
     cov += eta * (alpha * (dy[:, None] * dy) + (1.0 - alpha) * (dx[:, None] * dx) - cov)
 
 
+def _factor_error(cov: np.ndarray) -> FloatingPointError:
+    """The error for an adapted covariance that no jitter makes positive definite."""
+    if not math.isfinite(float(np.trace(cov))):
+        return FloatingPointError(
+            f"adapted covariance is not finite (did the chain diverge on an improper target?): "
+            f"{cov.tolist()}"
+        )
+    return FloatingPointError(f"adapted covariance cannot be made positive definite: {cov.tolist()}")
+
+
 def cholesky_with_jitter(cov: np.ndarray, ridge: float) -> tuple[np.ndarray, bool]:
     """Lower Cholesky factor of ``cov + ridge·I`` and whether a jitter had to be added.
 
@@ -120,16 +136,32 @@ def cholesky_with_jitter(cov: np.ndarray, ridge: float) -> tuple[np.ndarray, boo
         return chol, False
     trace = float(np.trace(cov))
     if not math.isfinite(trace):
-        raise FloatingPointError(
-            f"adapted covariance is not finite (did the chain diverge on an improper target?): "
-            f"{cov.tolist()}"
-        )
+        raise _factor_error(cov)
     level = trace / d if trace > 0 else 1.0
     for k in range(-12, 1):
         chol, info = dpotrf(cov + (ridge + level * 10.0**k) * eye, lower=1, clean=1, overwrite_a=1)
         if info == 0 and chol[-1, -1] > 0.0:
             return chol, True
-    raise FloatingPointError(f"adapted covariance cannot be made positive definite: {cov.tolist()}")
+    raise _factor_error(cov)
+
+
+@jit.helper
+def _cholesky_with_jitter_into(cov, ridge, out):
+    """:func:`cholesky_with_jitter` compiled, into ``out``: 0 = factored, 1 = factored with a
+    jitter, 2 = no jitter helps (then :func:`_factor_error` says why)."""
+    if jit.cholesky_into(cov, ridge, 0.0, out):
+        return 0
+    d = cov.shape[0]
+    trace = 0.0
+    for j in range(d):
+        trace += cov[j, j]
+    if not math.isfinite(trace):
+        return 2
+    level = trace / d if trace > 0 else 1.0
+    for k in range(-12, 1):
+        if jit.cholesky_into(cov, ridge + level * 10.0 ** float(k), 0.0, out):
+            return 1
+    return 2
 
 
 def _as_schedule(rate, name: str):
@@ -151,6 +183,114 @@ def _nonnegative_ridge(ridge) -> float:
     return ridge
 
 
+def _adaptive_loop(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u, etas, ridge,
+                   rao_blackwellised, adapt_scale, target_accept):
+    """n iterations of AM (``rao_blackwellised`` False) or RBAM, with GAM's scale adaptation
+    when ``adapt_scale``; η_t = etas[i]. Updates ``mean`` and ``cov`` in place and returns
+    (x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite, n_jitter).
+    """
+    n, d = eps.shape
+    samples, accepted = np.empty((n, d)), np.zeros(n, dtype=bool)
+    accept_prob, step_size = np.empty(n), np.empty(n)
+    isfinite, exp = math.isfinite, math.exp
+    log_u, etas = log_u.tolist(), etas.tolist()
+    scale = exp(0.5 * log_scale)
+    n_nonfinite = n_jitter = 0
+    for i in range(n):
+        y = x + scale * (chol @ eps[i])
+        logp_y = log_density(y)
+        if isfinite(logp_y):
+            r = logp_y - logp
+            alpha = 1.0 if r >= 0.0 else exp(r)
+            accept = log_u[i] < r
+        else:
+            alpha, accept = 0.0, False
+            n_nonfinite += 1
+        accepted[i] = accept
+        accept_prob[i] = alpha
+        step_size[i] = scale
+
+        eta = etas[i]
+        if rao_blackwellised:  # uses θ_t, before the move
+            rao_blackwell_update(mean, cov, y, x, alpha, eta)
+        if accept:
+            x, logp = y, logp_y
+        if not rao_blackwellised:  # uses θ_{t+1}, after the move
+            am_update(mean, cov, x, eta)
+        if adapt_scale:
+            log_scale += eta * (alpha - target_accept)
+            scale = exp(0.5 * log_scale)
+        chol, jittered = cholesky_with_jitter(cov, ridge)
+        n_jitter += jittered
+        samples[i] = x
+    return x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite, n_jitter
+
+
+@jit.kernel(jit.A1, jit.F8, jit.A1, jit.A2, jit.A2, jit.F8, jit.A2, jit.A1, jit.A1, jit.F8, jit.B1, jit.B1, jit.F8)
+def _adaptive_kernel(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u, etas, ridge,
+                     rao_blackwellised, adapt_scale, target_accept):
+    """``_adaptive_loop`` compiled; returns its tuple plus the iteration at which a covariance
+    could not be factored (the block stops there and the caller raises :func:`_factor_error`),
+    −1 if none."""
+    n, d = eps.shape
+    samples, accepted = np.empty((n, d)), np.zeros(n, dtype=np.bool_)
+    accept_prob, step_size = np.empty(n), np.empty(n)
+    x, chol = x.copy(), chol.copy()
+    y, dx, dy = np.empty(d), np.empty(d), np.empty(d)
+    scale = math.exp(0.5 * log_scale)
+    n_nonfinite = n_jitter = 0
+    failed_at = -1
+    for i in range(n):
+        for j in range(d):
+            step = 0.0
+            for k in range(j + 1):
+                step += chol[j, k] * eps[i, k]
+            y[j] = x[j] + scale * step
+        logp_y = log_density(y)
+        if math.isfinite(logp_y):
+            r = logp_y - logp
+            alpha = 1.0 if r >= 0.0 else math.exp(r)
+            accept = log_u[i] < r
+        else:
+            alpha, accept = 0.0, False
+            n_nonfinite += 1
+        accepted[i] = accept
+        accept_prob[i] = alpha
+        step_size[i] = scale
+
+        eta = etas[i]
+        if rao_blackwellised:  # rao_blackwell_update
+            for j in range(d):
+                dy[j] = y[j] - mean[j]
+                dx[j] = x[j] - mean[j]
+            for j in range(d):
+                mean[j] += eta * (alpha * dy[j] + (1.0 - alpha) * dx[j])
+                for k in range(d):
+                    cov[j, k] += eta * (alpha * (dy[j] * dy[k]) + (1.0 - alpha) * (dx[j] * dx[k]) - cov[j, k])
+        if accept:
+            x, y = y, x
+            logp = logp_y
+        if not rao_blackwellised:  # am_update
+            for j in range(d):
+                dx[j] = x[j] - mean[j]
+            for j in range(d):
+                mean[j] += eta * dx[j]
+                for k in range(d):
+                    cov[j, k] += eta * (dx[j] * dx[k] - cov[j, k])
+        if adapt_scale:
+            log_scale += eta * (alpha - target_accept)
+            scale = math.exp(0.5 * log_scale)
+        status = _cholesky_with_jitter_into(cov, ridge, chol)
+        if status == 2:
+            failed_at = i
+            break
+        n_jitter += status
+        for j in range(d):
+            samples[i, j] = x[j]
+    return (x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite,
+            n_jitter, failed_at)
+
+
 class _AdaptiveCovariance(Sampler):
     """The shared loop of AM, RBAM and GAM; subclasses set the switches in ``__init__``.
 
@@ -167,9 +307,18 @@ class _AdaptiveCovariance(Sampler):
     _target_accept: float | None = None
     _records_step = True
 
+    def warm_up(self, target: Target) -> None:
+        density = jit.compiled_log_density(target)
+        if density is not None:
+            d = target.dim
+            x, eye = np.array(target.start, dtype=float), np.eye(d)
+            _adaptive_kernel(density, x, 0.0, x.copy(), eye, eye.copy(), 0.0, np.zeros((1, d)),
+                             np.zeros(1), np.zeros(1), self.ridge, False, False, 0.0)
+
     def init(self, target: Target, x0, rng: np.random.Generator) -> AdaptiveState:
         self.target = target
         self.rng = rng
+        self._density = jit.compiled_log_density(target)
         x, logp = check_start(target, x0)
         cov = np.eye(target.dim)
         chol, _ = cholesky_with_jitter(cov, self.ridge)
@@ -177,61 +326,49 @@ class _AdaptiveCovariance(Sampler):
             x=x, logp=logp, t=0, mean=x.copy(), cov=cov, chol=chol, log_scale=self._log_scale0
         )
 
-    def advance(self, state: AdaptiveState, n: int):
-        d = self.target.dim
-        eps, log_u = predraw(self.rng, n, d)
-        rec = BlockRecorder(n, d)
-        samples, accepted, accept_prob, step_size = (
-            rec.samples, rec.accepted, rec.accept_prob, rec.step_size,
-        )
-        log_density = self.target.log_density
-        isfinite, exp = math.isfinite, math.exp
-        rate, ridge = self._rate, self.ridge
-        rao_blackwellised, target_accept = self._rao_blackwellised, self._target_accept
-        x, logp, t = state.x, state.logp, state.t
-        mean, cov, chol = state.mean.copy(), state.cov.copy(), state.chol
-        log_scale = state.log_scale
-        scale = exp(0.5 * log_scale)
-        n_nonfinite = n_jitter = 0
-        for i in range(n):
-            y = x + scale * (chol @ eps[i])
-            logp_y = log_density(y)
-            if isfinite(logp_y):
-                r = logp_y - logp
-                alpha = 1.0 if r >= 0.0 else exp(r)
-                accept = log_u[i] < r
-            else:
-                alpha, accept = 0.0, False
-                n_nonfinite += 1
-            accepted[i] = accept
-            accept_prob[i] = alpha
-            step_size[i] = scale
+    def _learning_rates(self, t0: int, n: int) -> np.ndarray:
+        """η_t for t = t0 … t0 + n − 1, each checked to lie in [0, 1]."""
+        etas = np.array([self._rate(t) for t in range(t0, t0 + n)], dtype=float)
+        bad = np.flatnonzero(~((etas >= 0.0) & (etas <= 1.0)))
+        if bad.size:
+            i = bad[0]
+            raise ValueError(f"learning rate must be in [0, 1], got {etas[i]} at t = {t0 + i}")
+        return etas
 
-            eta = rate(t)
-            if not 0.0 <= eta <= 1.0:
-                raise ValueError(f"learning rate must be in [0, 1], got {eta} at t = {t}")
-            if rao_blackwellised:  # uses θ_t, before the move
-                rao_blackwell_update(mean, cov, y, x, alpha, eta)
-            if accept:
-                x, logp = y, logp_y
-            if not rao_blackwellised:  # uses θ_{t+1}, after the move
-                am_update(mean, cov, x, eta)
-            if target_accept is not None:
-                log_scale += eta * (alpha - target_accept)
-                scale = exp(0.5 * log_scale)
-            chol, jittered = cholesky_with_jitter(cov, ridge)
-            n_jitter += jittered
-            samples[i] = x
-            t += 1
-        rec.n_collected = n
-        rec.n_nonfinite = n_nonfinite
-        rec.n_jitter = n_jitter
-        if not self._records_step:
-            step_size[:] = np.nan
-        new_state = AdaptiveState(
-            x=x, logp=float(logp), t=t, mean=mean, cov=cov, chol=chol, log_scale=float(log_scale)
+    def advance(self, state: AdaptiveState, n: int):
+        eps, log_u = predraw(self.rng, n, self.target.dim)
+        etas = self._learning_rates(state.t, n)
+        adapt_scale = self._target_accept is not None
+        target_accept = self._target_accept if adapt_scale else 0.0
+        mean, cov = np.array(state.mean, dtype=float), np.array(state.cov, dtype=float)
+        args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, cov)
+        options = (self.ridge, self._rao_blackwellised, adapt_scale, target_accept)
+        if self._density is None:
+            out = _adaptive_loop(self.target.log_density, *args, state.chol, state.log_scale, eps, log_u,
+                                 etas, *options)
+        else:
+            *out, failed_at = _adaptive_kernel(
+                self._density, *args, np.ascontiguousarray(state.chol, dtype=float), float(state.log_scale),
+                np.ascontiguousarray(eps), log_u, etas, *options
+            )
+            self.target.n_density += n if failed_at < 0 else failed_at + 1
+            if failed_at >= 0:
+                raise _factor_error(cov)
+        x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite, n_jitter = out
+        block = Block(
+            samples=samples,
+            accepted=accepted,
+            accept_prob=accept_prob,
+            phase=np.zeros(n, dtype=np.int8),
+            step_size=step_size if self._records_step else np.full(n, np.nan),
+            noise=np.full(n, np.nan),
+            n_nonfinite=int(n_nonfinite),
+            n_jitter=int(n_jitter),
         )
-        return new_state, rec.block()
+        new_state = AdaptiveState(
+            x=x, logp=float(logp), t=state.t + n, mean=mean, cov=cov, chol=chol, log_scale=float(log_scale)
+        )
+        return new_state, block
 
 
 class AdaptiveMetropolis(_AdaptiveCovariance):

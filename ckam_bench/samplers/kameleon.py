@@ -84,8 +84,15 @@ u = τ/L, phases ``("exploration", "sampling")``; runs for as long as it is adva
       θ' = θ + ν_τ L_Σ ε,  ε ~ N(0, I_d),   accept iff log U < log π(θ') − log π(θ)
 
   (symmetric proposal), collecting every state. The steps ν_τ L_Σ ε of the whole sampling
-  part of a block come from one matrix product, so the loop is as tight as random-walk
-  Metropolis: sampling costs what RW costs.
+  part of a block come from one matrix product and the loop is random-walk Metropolis's own
+  (:func:`ckam_bench.samplers.random_walk.metropolis_walk`): sampling costs what RW costs.
+
+Compiled loops (:mod:`ckam_bench.jit`; ``CKAM_BENCH_JIT=0`` switches them off): with numba
+and a target that has a compiled density, the sampling phase runs RW's compiled kernel. The
+KAM iteration stays in Python (the kernel gradients call scipy's Bessel functions, which
+numba cannot), but calls the target's compiled density when it has one (counting one
+evaluation per iteration, as the Python path does) and, for d > 2, factors C with the
+compiled Cholesky branch of :func:`log_normal_kernel` (same rule, same jitter).
 
 Recorded per iteration: step size ν (exploration: the adapted ν used by the proposal) and
 noise γ (sampling: the γ frozen into Σ at the transition).
@@ -108,7 +115,9 @@ import numpy as np
 from scipy.linalg.lapack import dpotrf, dtrtrs
 from scipy.special import log_ndtr, ndtr
 
+from ckam_bench import jit
 from ckam_bench.samplers.base import BlockRecorder, ChainState, Sampler, accept_prob, check_start
+from ckam_bench.samplers.random_walk import metropolis_walk, warm_up_walk
 from ckam_bench.schedules import CyclicalCosine
 from ckam_bench.targets.base import Target
 
@@ -186,15 +195,21 @@ def cholesky_repaired(C: np.ndarray, ridge: float) -> tuple[np.ndarray, bool]:
     raise np.linalg.LinAlgError(f"covariance could not be repaired by a jitter up to {jitter:g}")
 
 
-def log_normal_kernel(delta: np.ndarray, gram: np.ndarray, nu2: float, g2: float, ridge: float):
+def log_normal_kernel(delta: np.ndarray, gram: np.ndarray, nu2: float, g2: float, ridge: float,
+                      compiled: bool = False):
     """log N(δ; 0, C) + (d/2) log 2π for C = g2·I + nu2·gram; returns (value, jittered).
 
     2-D: closed forms on floats (same singularity rule and jitter as
-    :func:`cholesky_repaired`); otherwise a Cholesky factor (LAPACK, no wrappers). NaN when
-    C is not finite (a gram matrix BᵀB is finite iff its trace is), and the MH step then
-    rejects.
+    :func:`cholesky_repaired`); otherwise a Cholesky factor (LAPACK, no wrappers; with
+    ``compiled``, the same steps compiled by numba, ``_log_normal_cholesky``). NaN when C is
+    not finite (a gram matrix BᵀB is finite iff its trace is), and the MH step then rejects.
     """
     d = delta.shape[0]
+    if d != 2 and compiled:
+        value, status = _log_normal_cholesky(delta, np.ascontiguousarray(gram), nu2, g2, ridge)
+        if status == 2:
+            raise np.linalg.LinAlgError(f"covariance could not be repaired by a jitter up to {value:g}")
+        return value, status == 1
     if d != 2:
         C = nu2 * gram
         C.flat[:: d + 1] += g2
@@ -221,6 +236,41 @@ def log_normal_kernel(delta: np.ndarray, gram: np.ndarray, nu2: float, g2: float
     d0, d1 = delta.item(0), delta.item(1)
     quad = ((c + jitter) * d0 * d0 - 2.0 * b * d0 * d1 + (a + jitter) * d1 * d1) / det
     return -0.5 * quad - 0.5 * math.log(det), jitter > 0.0
+
+
+@jit.helper
+def _log_normal_cholesky(delta, gram, nu2, g2, ridge):
+    """The Cholesky branch of :func:`log_normal_kernel` compiled (:func:`cholesky_repaired`'s
+    rule and jitter, then a forward solve): (value, 0 or 1 = jittered), (NaN, 0) when C is
+    not finite, (last jitter, 2) when no jitter helped."""
+    d = delta.shape[0]
+    C = nu2 * gram
+    trace = 0.0
+    for j in range(d):
+        C[j, j] += g2
+        trace += C[j, j]
+    if not math.isfinite(trace):
+        return math.nan, 0
+    L = np.empty((d, d))
+    jitter = 0.0
+    for _ in range(_MAX_JITTER_TRIES):
+        if jit.cholesky_into(C, jitter, _PIVOT_TOL, L):
+            quad = log_det = 0.0
+            w = np.empty(d)
+            for i in range(d):
+                s = delta[i]
+                for k in range(i):
+                    s -= L[i, k] * w[k]
+                w[i] = s / L[i, i]
+                quad += w[i] * w[i]
+                log_det += math.log(L[i, i])
+            return -0.5 * quad - log_det, 1 if jitter > 0.0 else 0
+        if jitter == 0.0:  # ridge · _jitter_scale(tr C, d)
+            scale = trace / d
+            jitter = ridge * (scale if scale > 0 and math.isfinite(scale) else 1.0)
+        else:
+            jitter *= 10.0
+    return jitter, 2
 
 
 def centred_gradients(kernel, x: np.ndarray, Z: np.ndarray, weights: np.ndarray | None = None):
@@ -275,9 +325,19 @@ class _Kameleon(Sampler):
             raise ValueError(f"noise must be > 0 (γ = 0 makes the proposal degenerate), got γ_0 = {noise(0)}")
         self.subsample_prob = _check_schedule("subsample_prob", subsample_prob)
 
+    def warm_up(self, target: Target) -> None:
+        density = jit.compiled_log_density(target)
+        if density is not None:  # the KAM loop calls the compiled density from Python
+            density(np.array(target.start, dtype=float))
+        if jit.enabled() and target.dim != 2:
+            d = target.dim
+            log_normal_kernel(np.zeros(d), np.zeros((d, d)), 1.0, 1.0, self.ridge, compiled=True)
+
     def _new_state(self, cls, target: Target, x0, rng, capacity: int, **extra):
         self.target = target
         self.rng = rng
+        self._density = jit.compiled_log_density(target)
+        self._compiled = jit.enabled()
         x, logp = check_start(target, x0)
         d, m = target.dim, self.subsample_size
         return cls(
@@ -319,7 +379,9 @@ class _Kameleon(Sampler):
         u_slot = ndtr(draws[:, d + m + 2]).tolist()
         u_subset = ndtr(draws[:, d + m + 3 :])
 
-        log_density, isfinite, exp = self.target.log_density, math.isfinite, math.exp
+        # the compiled density when there is one (uncounted: counted once for the segment)
+        log_density = self.target.log_density if self._density is None else self._density
+        isfinite, exp, compiled = math.isfinite, math.exp, self._compiled
         adapt, ridge = self.adaptation.update, self.ridge
         hist, capacity, zbuf, samples = st.history, st.history.shape[0], st.z, rec.samples
         x, logp, log_nu = st.x, st.logp, st.log_step
@@ -352,8 +414,8 @@ class _Kameleon(Sampler):
                 if n_sub >= 2:
                     g2, nu2 = gammas[j] ** 2, nu * nu
                     B_y, S_y = centred_gradients(kern, y, Z, weights)
-                    log_fwd, jit_f = log_normal_kernel(delta, S, nu2, g2, ridge)
-                    log_rev, jit_r = log_normal_kernel(delta, S_y, nu2, g2, ridge)
+                    log_fwd, jit_f = log_normal_kernel(delta, S, nu2, g2, ridge, compiled)
+                    log_rev, jit_r = log_normal_kernel(delta, S_y, nu2, g2, ridge, compiled)
                     n_jitter += jit_f + jit_r
                     log_ratio = logp_y - logp + log_rev - log_fwd
                     if log_ratio != log_ratio:  # a non-finite proposal covariance: rejected
@@ -393,6 +455,8 @@ class _Kameleon(Sampler):
         rec.n_collected = n_collected
         rec.n_nonfinite += n_nonfinite
         rec.n_jitter += n_jitter
+        if self._density is not None:
+            self.target.n_density += k  # one proposal per iteration
         st.x, st.logp, st.log_step, st.t = x, float(logp), float(log_nu), st.t + k
         st.n_seen, st.n_sub = n_seen, n_sub
         st.grads[:n_sub] = B
@@ -476,23 +540,33 @@ class CyclicalKAM(_Kameleon):
         if not (math.isfinite(ridge) and ridge > 0):
             raise ValueError(f"ridge must be a finite number > 0, got {ridge}")
         self.ridge = ridge
+        # (cos πu + 1)/2 at u = τ/L, τ = 0 … L − 1: ν_τ = ν_0 · this
+        self._cosine = 0.5 * (np.cos(np.pi * (np.arange(self.cycle_length) / self.cycle_length)) + 1.0)
+
+    def warm_up(self, target: Target) -> None:
+        super().warm_up(target)
+        warm_up_walk(target)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> CyclicalKAMState:
         d = target.dim
         return self._new_state(CyclicalKAMState, target, x0, rng, self.n_explore, chol=np.zeros((d, d)))
 
     def advance(self, state: CyclicalKAMState, n: int):
-        st = state.copy()
-        rec = BlockRecorder(n, self.target.dim)
+        st, owned = copy.copy(state), False  # sampling only rebinds fields: arrays are copied
+        rec = BlockRecorder(n, self.target.dim)  # before the first exploration step changes them
         L, n_explore = self.cycle_length, self.n_explore
-        kern = self.kernel.fit(st.z[: st.n_sub])
+        kern = None
         i = 0
         while i < n:
             tau = st.t % L
             if tau < n_explore:
+                if not owned:
+                    st, owned = st.copy(), True
                 if tau == 0:
                     self._start_cycle(st)
                     kern = self.kernel
+                elif kern is None:
+                    kern = self.kernel.fit(st.z[: st.n_sub])
                 k = min(n - i, n_explore - tau)
                 kern = self._kam_segment(st, kern, rec, i, k, tau, collect=False, phase=0)
             else:
@@ -525,34 +599,20 @@ class CyclicalKAM(_Kameleon):
         """k sampling iterations: symmetric N(θ, ν_τ² Σ) proposals, every state collected."""
         d = st.x.shape[0]
         draws = self.rng.standard_normal((k, d + 1))
-        log_u = log_ndtr(draws[:, d]).tolist()
-        u = np.arange(tau0, tau0 + k) / self.cycle_length
-        nu = 0.5 * st.initial_step * (np.cos(np.pi * u) + 1.0)
-        moves = (draws[:, :d] @ st.chol.T) * nu[:, None]
-
-        log_density, isfinite = self.target.log_density, math.isfinite
-        samples, c0 = rec.samples, rec.n_collected
-        log_ratio = np.empty(k)  # log π(θ') − log π(θ); −inf for a non-finite proposal
-        x, logp = st.x, st.logp
-        n_nonfinite = 0
-        for j in range(k):
-            y = x + moves[j]
-            logp_y = log_density(y)
-            if isfinite(logp_y):
-                r = logp_y - logp
-                if log_u[j] < r:
-                    x, logp = y, logp_y
-            else:
-                r = -math.inf
-                n_nonfinite += 1
-            log_ratio[j] = r
-            samples[c0 + j] = x
-        rows = slice(i0, i0 + k)
-        rec.accepted[rows] = np.asarray(log_u) < log_ratio  # the loop's comparisons, vectorised
+        log_u = log_ndtr(draws[:, d])
+        nu = st.initial_step * self._cosine[tau0 : tau0 + k]
+        moves = draws[:, :d] @ st.chol.T
+        moves *= nu[:, None]
+        st.x, logp, samples, log_ratio, n_nonfinite = metropolis_walk(
+            self.target, self._density, st.x, st.logp, moves, log_u
+        )
+        c0, rows = rec.n_collected, slice(i0, i0 + k)
+        rec.samples[c0 : c0 + k] = samples
+        rec.accepted[rows] = log_u < log_ratio  # the loop's comparisons, vectorised
         rec.accept_prob[rows] = np.exp(np.minimum(log_ratio, 0.0))
         rec.phase[rows] = 1
         rec.step_size[rows] = nu
         rec.noise[rows] = st.sampling_noise
         rec.n_collected = c0 + k
         rec.n_nonfinite += n_nonfinite
-        st.x, st.logp, st.t = x, float(logp), st.t + k
+        st.logp, st.t = float(logp), st.t + k

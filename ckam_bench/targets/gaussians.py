@@ -20,6 +20,9 @@ integrand varies, so the result is exact to ~1e-10):
 
 which stays accurate for the narrow ridge of a strongly correlated pair.
 
+``jit_log_density()`` (:mod:`ckam_bench.jit`) is the same log density compiled with numba, for
+the samplers' compiled loops.
+
 Factories (all with start 0 and a box of ±6 standard deviations per coordinate):
 
 * :func:`gauss2d_corr` — :math:`N(0, [[1, \rho], [\rho, 1]])`, ρ = 0.99.
@@ -36,6 +39,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import ndtr
 
+from ckam_bench import jit
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.mixtures import (
     check_coordinate,
@@ -48,6 +52,26 @@ from ckam_bench.targets.mixtures import (
 _LOG_2PI = math.log(2.0 * math.pi)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(10)
 _CHUNK = 2_000_000  # quadrature values held at once by Gaussian.grid_mass
+
+
+@jit.helper
+def _gaussian_log_density(x, params):
+    """Gaussian._log_density compiled: c − ½‖L⁻¹(x − m)‖² (L⁻¹ lower triangular; −‖x − m‖² if
+    that is not finite)."""
+    mean, chol_inv, log_const = params
+    dim = x.shape[0]
+    norm2 = 0.0
+    for j in range(dim):
+        norm2 += (x[j] - mean[j]) * (x[j] - mean[j])
+    if not math.isfinite(norm2):
+        return -norm2
+    quad = 0.0
+    for i in range(dim):
+        z = 0.0
+        for j in range(i + 1):
+            z += chol_inv[i, j] * (x[j] - mean[j])
+        quad += z * z
+    return log_const - 0.5 * quad
 
 
 class Gaussian(Target):
@@ -101,6 +125,10 @@ class Gaussian(Target):
             return -norm2
         z = self._chol_inv @ diff
         return self._log_const - 0.5 * float(z @ z)
+
+    def jit_log_density(self):
+        """The compiled ``_log_density`` (uncounted; see :mod:`ckam_bench.jit`)."""
+        return jit.bind_density(_gaussian_log_density, self._mean, self._chol_inv, self._log_const)
 
     def _log_density_batch(self, X: np.ndarray) -> np.ndarray:
         Z = (np.asarray(X, float) - self._mean) @ self._chol_inv.T

@@ -32,7 +32,8 @@ Factories (the cKAM paper's definitions; see SPEC §5):
   :math:`\mu_k \in \{-30,-15,0,15,30\}` (the paper prints "{−30, 15, 0, 15, 30}", a typo); start 0;
   box [−50, 50] per coordinate.
 
-All densities are normalised.
+All densities are normalised. Both classes provide ``jit_log_density()`` (:mod:`ckam_bench.jit`):
+the same log density compiled with numba, for the samplers' compiled loops.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from functools import reduce
 import numpy as np
 from scipy.special import logsumexp, ndtr
 
+from ckam_bench import jit
 from ckam_bench.targets.base import Target
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -115,6 +117,85 @@ def grid_edges(edges, dim: int) -> list[np.ndarray]:
     if len(edges) != dim or any(e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0) for e in edges):
         raise ValueError(f"edges must hold {dim} increasing 1-D arrays of at least 2 edges")
     return edges
+
+
+# ---------------------------------------------------------------------------- compiled densities
+@jit.helper
+def _mixture_term(x, log_const, means, half_inv_var, k):
+    """c_k − Σ_j (x_j − μ_kj)² h_kj (h = 1/(2v)), summed in order as in _component_terms."""
+    s = 0.0
+    for j in range(x.shape[0]):
+        diff = x[j] - means[k, j]
+        s += diff * diff * half_inv_var[k, j]
+    return log_const[k] - s
+
+
+@jit.helper
+def _mixture_log_density(x, params):
+    """GaussianMixture._log_density compiled: logsumexp over k of the component terms (max as
+    Python's ``max``; terms recomputed in the second pass instead of stored: no allocation)."""
+    log_const, means, half_inv_var = params
+    n_comp = means.shape[0]
+    top = _mixture_term(x, log_const, means, half_inv_var, 0)
+    for k in range(1, n_comp):
+        term = _mixture_term(x, log_const, means, half_inv_var, k)
+        if term > top:
+            top = term
+    if top == -math.inf:
+        return top
+    total = 0.0
+    for k in range(n_comp):
+        total += math.exp(_mixture_term(x, log_const, means, half_inv_var, k) - top)
+    return top + math.log(total)
+
+
+@jit.helper
+def _coordinate_density(xj, means, half_inv_var, scaled_weights):
+    """Σ_k w_k N(x_j; μ_k, v_k) for one coordinate."""
+    s = 0.0
+    for k in range(means.shape[0]):
+        diff = xj - means[k]
+        s += math.exp(-(diff * diff) * half_inv_var[k]) * scaled_weights[k]
+    return s
+
+
+@jit.helper
+def _product_log_density(x, params):
+    """ProductMixture._log_density compiled: the product of the coordinate densities while none
+    underflows (else the sum of their logs), else the sum of per-coordinate log-sum-exps
+    (non-finite x: −‖x‖²). Nothing is stored: the rare paths recompute what they need."""
+    means, half_inv_var, scaled_weights, log_const = params
+    dim, n_comp = x.shape[0], means.shape[0]
+    fast = True
+    total = 1.0
+    for j in range(dim):
+        dens = _coordinate_density(x[j], means, half_inv_var, scaled_weights)
+        fast = fast and dens > _TINY
+        total *= dens
+    if fast:
+        if _TINY < total < _HUGE:
+            return math.log(total)
+        out = 0.0
+        for j in range(dim):
+            out += math.log(_coordinate_density(x[j], means, half_inv_var, scaled_weights))
+        return out
+    norm2 = 0.0
+    for j in range(dim):
+        norm2 += x[j] * x[j]
+    if not math.isfinite(norm2):
+        return -norm2
+    out = 0.0
+    for j in range(dim):
+        top = -math.inf
+        for k in range(n_comp):
+            diff = x[j] - means[k]
+            top = max(top, log_const[k] - diff * diff * half_inv_var[k])
+        total = 0.0
+        for k in range(n_comp):
+            diff = x[j] - means[k]
+            total += math.exp(log_const[k] - diff * diff * half_inv_var[k] - top)
+        out += top + math.log(total)
+    return out
 
 
 # ---------------------------------------------------------------------------- classes
@@ -193,6 +274,10 @@ class GaussianMixture(Target):
         if top == -math.inf:
             return -math.inf
         return float(top + math.log(np.exp(terms - top).sum()))
+
+    def jit_log_density(self):
+        """The compiled ``_log_density`` (uncounted; see :mod:`ckam_bench.jit`)."""
+        return jit.bind_density(_mixture_log_density, self._log_const, self.means, self._half_inv_var)
 
     def _log_density_batch(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, float)
@@ -320,6 +405,12 @@ class ProductMixture(Target):
         terms = self._log_const - diff * diff * self._half_inv_var
         top = terms.max(axis=1)
         return float(np.sum(top + np.log(np.exp(terms - top[:, None]).sum(axis=1))))
+
+    def jit_log_density(self):
+        """The compiled ``_log_density`` (uncounted; see :mod:`ckam_bench.jit`)."""
+        return jit.bind_density(
+            _product_log_density, self.means, self._half_inv_var, self._scaled_weights, self._log_const
+        )
 
     def _log_density_batch(self, X: np.ndarray) -> np.ndarray:
         terms, _ = self._terms(X)

@@ -12,7 +12,11 @@ so the tests are tight for good samplers and still fail for wrong ones.
 
 Two small targets for tests: :class:`Tempered` (a deliberately wrong target, π^power, whose
 exact draws are those of π: a sampler run on it must FAIL the moment check against π) and
-:class:`NonFiniteHalfPlane` (a standard normal whose log density is NaN/±inf on x₀ < 0).
+:class:`NonFiniteHalfPlane` (a standard normal whose log density is NaN/±inf on x₀ < 0; it
+has a compiled density too, so the compiled loops meet non-finite values).
+
+The ``loop`` fixture runs a test twice: on the compiled loops (numba; skipped without it) and
+on the Python loops (``CKAM_BENCH_JIT=0``).
 """
 
 from __future__ import annotations
@@ -20,9 +24,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from arviz_stats.base import array_stats
 
+from ckam_bench import jit
 from ckam_bench.targets.base import Target
+
+
+@pytest.fixture(params=["jit", "python"])
+def loop(request, monkeypatch):
+    """The sampler loop a test runs on: compiled (numba) or Python (``CKAM_BENCH_JIT=0``)."""
+    if request.param == "jit" and not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setenv(jit.ENV, "1" if request.param == "jit" else "0")
+    return request.param
 
 
 def run_chains(make_sampler, target, n_chains: int, n_iter: int, seed: int, block: int = 500):
@@ -142,6 +157,9 @@ class NonFiniteHalfPlane(Target):
     def _log_density(self, x):
         return -0.5 * float(x @ x) if x[0] >= 0.0 else self.value
 
+    def jit_log_density(self):
+        return jit.bind_density(_half_plane_log_density, self.value)
+
     def sample(self, n, rng):
         z = rng.standard_normal((n, self.dim))
         z[:, 0] = np.abs(z[:, 0])
@@ -154,3 +172,14 @@ class NonFiniteHalfPlane(Target):
     @property
     def variance(self):
         return np.r_[1.0 - 2.0 / math.pi, np.ones(self.dim - 1)]
+
+
+@jit.helper
+def _half_plane_log_density(x, params):
+    """NonFiniteHalfPlane._log_density compiled."""
+    if x[0] < 0.0:
+        return params[0]
+    norm2 = 0.0
+    for j in range(x.shape[0]):
+        norm2 += x[j] * x[j]
+    return -0.5 * norm2

@@ -31,6 +31,7 @@ from tests.samplers.invariance import (
     Tempered,
     check_acceptance,
     check_moments,
+    loop,  # noqa: F401  (a fixture)
     run_chains,
 )
 
@@ -57,7 +58,7 @@ class Flat(Target):
 # ---------------------------------------------------------------------------- invariance
 @pytest.mark.parametrize("target_name", list(TARGETS))
 @pytest.mark.parametrize("sampler_name", list(SAMPLERS))
-def test_invariance(sampler_name, target_name):
+def test_invariance(loop, sampler_name, target_name):
     target = TARGETS[target_name]()
     samples, accepted = run_chains(SAMPLERS[sampler_name], target, 8, 4000, seed=7)
     check_moments(samples, target.mean, target.variance)
@@ -127,7 +128,7 @@ def _weighted_am(theta0, thetas, etas):
     return means[-1], cov
 
 
-def test_am_with_harmonic_rate_gives_running_mean_and_covariance():
+def test_am_with_harmonic_rate_gives_running_mean_and_covariance(loop):
     """η_t = 1/(t+1): μ_n = mean(θ_1..θ_n); Σ_n = np.cov(bias=True) + (δ_1δ_1ᵀ + Σ_{k≥2} δ_kδ_kᵀ/k)/n."""
     target = gauss2d_corr(rho=0.8)
     theta0, state, block = _run(AdaptiveMetropolis(1.0, PowerDecay(1.0, 1.0)), target, 400)
@@ -143,7 +144,7 @@ def test_am_with_harmonic_rate_gives_running_mean_and_covariance():
 
 
 @pytest.mark.parametrize("rate", [Constant(0.1), PowerDecay(1.0, 0.6), PowerDecay(0.5, 1.0)], ids=repr)
-def test_am_recursion_matches_weighted_sums(rate):
+def test_am_recursion_matches_weighted_sums(loop, rate):
     target = gauss2d_corr(rho=0.8)
     theta0, state, block = _run(AdaptiveMetropolis(NU_2D, rate), target, 300)
     etas = np.array([rate(t) for t in range(300)])
@@ -193,7 +194,7 @@ def test_rbam_with_alpha_one_is_am_on_the_proposals():
     assert np.all(np.isnan(b_rb.step_size)) and np.all(b_am.step_size == 1.0)
 
 
-def test_rbam_weights_its_update_by_the_acceptance_probability():
+def test_rbam_weights_its_update_by_the_acceptance_probability(loop):
     """Rebuild RBAM's μ, Σ from the block: the proposals come from the same pre-drawn normals."""
     target = gauss2d_corr(rho=0.8)
     rate = Constant(0.05)
@@ -212,7 +213,7 @@ def test_rbam_weights_its_update_by_the_acceptance_probability():
     np.testing.assert_allclose(state.cov, cov, rtol=1e-9)
 
 
-def test_gam_scale_follows_the_robbins_monro_recursion():
+def test_gam_scale_follows_the_robbins_monro_recursion(loop):
     target = gauss2d_corr(rho=0.8)
     rm = RobbinsMonro(0.75, 0.234)
     sampler = GlobalAdaptiveMetropolis(NU_2D, rm)
@@ -248,7 +249,7 @@ def test_am_step_size_is_constant():
 # ---------------------------------------------------------------------------- robustness
 @pytest.mark.parametrize("sampler_name", list(SAMPLERS))
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "+inf", "-inf"])
-def test_nonfinite_proposals_are_counted_rejections(sampler_name, value):
+def test_nonfinite_proposals_are_counted_rejections(loop, sampler_name, value):
     target = NonFiniteHalfPlane(dim=2, value=value)
     sampler = SAMPLERS[sampler_name]()
     state = sampler.init(target, None, np.random.default_rng(5))
@@ -261,7 +262,7 @@ def test_nonfinite_proposals_are_counted_rejections(sampler_name, value):
 
 
 @pytest.mark.parametrize("sampler_name", list(SAMPLERS))
-def test_half_plane_invariance(sampler_name):
+def test_half_plane_invariance(loop, sampler_name):
     target = NonFiniteHalfPlane(dim=2)
     samples, _ = run_chains(SAMPLERS[sampler_name], target, 8, 3000, seed=6)
     check_moments(samples, target.mean, target.variance)
@@ -285,7 +286,7 @@ def test_cholesky_jitter():
         cholesky_with_jitter(np.array([[np.nan, 0.0], [0.0, 1.0]]), 1e-8)
 
 
-def test_degenerate_covariance_is_jittered_and_counted():
+def test_degenerate_covariance_is_jittered_and_counted(loop):
     """η ≡ 1 and no ridge: Σ_{t+1} = δδᵀ has rank ≤ 1, so the factorisation needs a jitter."""
     sampler = AdaptiveMetropolis(NU_2D, Constant(1.0), ridge=0.0)
     _, state, block = _run(sampler, gauss2d_corr(rho=0.8), 500)
@@ -295,7 +296,7 @@ def test_degenerate_covariance_is_jittered_and_counted():
 
 # ---------------------------------------------------------------------------- determinism
 @pytest.mark.parametrize("sampler_name", list(SAMPLERS))
-def test_same_seed_same_chain_whatever_the_block_sizes(sampler_name):
+def test_same_seed_same_chain_whatever_the_block_sizes(loop, sampler_name):
     target = gmm2d()
 
     def run(sizes):
@@ -318,7 +319,7 @@ def test_same_seed_same_chain_whatever_the_block_sizes(sampler_name):
 
 
 @pytest.mark.parametrize("sampler_name", list(SAMPLERS))
-def test_state_is_plain_data_and_advance_does_not_mutate_it(sampler_name):
+def test_state_is_plain_data_and_advance_does_not_mutate_it(loop, sampler_name):
     sampler = SAMPLERS[sampler_name]()
     state = sampler.init(gmm2d(), None, np.random.default_rng(0))
     before = dataclasses.replace(state, **{f.name: np.copy(getattr(state, f.name)) for f in dataclasses.fields(state)})
@@ -349,7 +350,7 @@ def test_constructor_validation():
     assert AdaptiveMetropolis(1.0, 0.05).rate == Constant(0.05)  # a number is a constant rate
 
 
-def test_rate_leaving_the_unit_interval_stops_the_run():
+def test_rate_leaving_the_unit_interval_stops_the_run(loop):
     class Rising:
         def __call__(self, t):
             return 0.5 * (1 + t)

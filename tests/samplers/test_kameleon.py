@@ -11,6 +11,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 from scipy.stats import chisquare, kstest, multivariate_normal
 
+from ckam_bench import jit
 from ckam_bench.kernels import Gaussian, Linear, Matern
 from ckam_bench.samplers.base import StartPointError
 from ckam_bench.samplers.kameleon import (
@@ -25,7 +26,9 @@ from ckam_bench.schedules import Constant, CyclicalCosine, NoiseDecay, PowerDeca
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.gaussians import Gaussian as GaussianTarget
 from ckam_bench.targets.mixtures import gmm2d
-from tests.samplers.invariance import check_moments, run_chains
+from tests.samplers.invariance import check_moments, loop, run_chains  # noqa: F401  (loop is a fixture)
+
+needs_numba = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 
 KERNELS = {
     "linear": Linear,
@@ -158,24 +161,45 @@ def test_detailed_balance_needs_the_same_subsample_both_ways():
     assert worst_stale > 0.5
 
 
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=needs_numba)], ids=["python", "jit"])
 @pytest.mark.parametrize("dim", [2, 3])
-def test_log_normal_kernel_and_its_jitter(dim):
-    """The 2-D closed form and the Cholesky path agree with scipy, also after a jitter."""
+def test_log_normal_kernel_and_its_jitter(dim, compiled):
+    """The 2-D closed form and the Cholesky path (LAPACK or compiled) agree with scipy, also
+    after a jitter."""
     rng = np.random.default_rng(8)
     a = rng.normal(size=dim)
     for gram, g2, jittered in ((np.cov(rng.normal(size=(dim, 9))), 0.3, False), (np.outer(a, a), 1e-30, True)):
         delta = rng.normal(size=dim)
-        value, jit = log_normal_kernel(delta, gram, 2.0, g2, 1e-10)
+        value, was_jittered = log_normal_kernel(delta, gram, 2.0, g2, 1e-10, compiled)
         C = g2 * np.eye(dim) + 2.0 * gram
         if jittered:  # first retry: ridge · tr C / d
             C = C + 1e-10 * np.trace(C) / dim * np.eye(dim)
         expected = -0.5 * delta @ np.linalg.solve(C, delta) - 0.5 * np.linalg.slogdet(C)[1]
-        assert jit == jittered
+        assert was_jittered == jittered
         assert value == pytest.approx(expected, rel=1e-6 if jittered else 1e-12)
         if jittered:
             L, _ = cholesky_repaired(g2 * np.eye(dim) + 2.0 * gram, 1e-10)
             np.testing.assert_allclose(L @ L.T, C, rtol=1e-12, atol=1e-14 * np.trace(C))
-    assert math.isnan(log_normal_kernel(np.ones(dim), np.full((dim, dim), math.nan), 1.0, 1.0, 1e-10)[0])
+    assert math.isnan(log_normal_kernel(np.ones(dim), np.full((dim, dim), math.nan), 1.0, 1.0, 1e-10, compiled)[0])
+    with pytest.raises(np.linalg.LinAlgError, match="could not be repaired"):  # ridge 0: no jitter helps
+        log_normal_kernel(np.ones(dim), np.outer(a, a), 1.0, 0.0, 0.0, compiled)
+
+
+@needs_numba
+@pytest.mark.parametrize("dim", [3, 8, 32])
+def test_compiled_cholesky_branch_matches_lapack(dim):
+    """log_normal_kernel's compiled Cholesky branch = its LAPACK branch, for well-conditioned
+    and for jittered covariances (the same jitter decision; a rank-one C + jitter has a
+    condition number ~1e12, which multiplies the rounding differences accordingly)."""
+    rng = np.random.default_rng(dim)
+    B = rng.normal(size=(40, dim))
+    a = rng.normal(size=dim)
+    for gram, g2 in ((B.T @ B, 0.5), (B.T @ B / 1e6, 1e-3), (np.outer(a, a), 1e-30)):
+        delta = rng.normal(size=dim)
+        lapack = log_normal_kernel(delta, gram, 1.7, g2, 1e-10)
+        compiled = log_normal_kernel(delta, gram, 1.7, g2, 1e-10, compiled=True)
+        assert compiled[1] == lapack[1]
+        assert compiled[0] == pytest.approx(lapack[0], rel=1e-5 if lapack[1] else 1e-12)
 
 
 def test_empty_history_proposal_is_isotropic_noise():
@@ -254,7 +278,7 @@ def test_floyd_subset_is_uniform():
 
 
 # ------------------------------------------------------------------------------ cKAM schedule
-def test_ckam_cycle_schedule():
+def test_ckam_cycle_schedule(loop):
     L, beta, nu_init = 50, 0.4, 1.3
     n_explore = 21  # τ = 0 … 20 explore (τ/L ≤ 0.4)
     target = gmm2d()
@@ -389,7 +413,7 @@ def test_ckam_jitter_is_counted():
 
 
 @pytest.mark.parametrize("make", [make_kam, make_ckam])
-def test_chain_does_not_depend_on_block_sizes(make):
+def test_chain_does_not_depend_on_block_sizes(loop, make):
     target = gmm2d()
     runs = []
     extra = {"cycle": CyclicalCosine(90, 0.4)} if make is make_ckam else {"history_size": 40}
@@ -420,6 +444,18 @@ def test_advance_does_not_modify_its_input_state():
     np.testing.assert_array_equal(state.x, snapshot.x)
     np.testing.assert_array_equal(state.history, snapshot.history)
     assert state.t == snapshot.t
+
+
+@pytest.mark.parametrize("start, n", [(100, 50), (60, 100), (150, 80)], ids=["sampling", "both", "next_cycle"])
+def test_ckam_advance_does_not_modify_its_input_state(loop, start, n):
+    """cKAM shares the arrays of its input state until an exploration step would change them."""
+    sampler = make_ckam(Matern(2.0, 4.0), cycle=CyclicalCosine(200, 0.4))
+    state = sampler.init(gmm2d(), None, np.random.default_rng(0))
+    state, _ = sampler.advance(state, start)
+    snapshot = state.copy()
+    sampler.advance(state, n)
+    for name, value in vars(snapshot).items():
+        np.testing.assert_array_equal(getattr(state, name), value, err_msg=name)
 
 
 # ------------------------------------------------------------------------------ validation

@@ -19,6 +19,7 @@ from tests.samplers.invariance import (
     Tempered,
     check_acceptance,
     check_moments,
+    loop,  # noqa: F401  (a fixture)
     run_chains,
 )
 
@@ -32,7 +33,7 @@ INVARIANCE_CASES = {
 
 
 @pytest.mark.parametrize("case", list(INVARIANCE_CASES))
-def test_invariance(case):
+def test_invariance(loop, case):
     make_target, step, (low, high) = INVARIANCE_CASES[case]
     target = make_target()
     samples, accepted = run_chains(lambda: RandomWalk(step), target, 8, 4000, seed=11)
@@ -51,7 +52,7 @@ def test_moment_check_fails_for_a_wrong_sampler(power):
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "+inf", "-inf"])
-def test_nonfinite_proposals_are_counted_rejections(value):
+def test_nonfinite_proposals_are_counted_rejections(loop, value):
     target = NonFiniteHalfPlane(dim=2, value=value)
     sampler = RandomWalk(1.5)
     state = sampler.init(target, None, np.random.default_rng(5))
@@ -79,7 +80,7 @@ def test_wrong_start_shape_is_an_error():
         RandomWalk(1.0).init(gmm2d(), np.zeros(3), np.random.default_rng(0))
 
 
-def test_block_contents():
+def test_block_contents(loop):
     target = gmm2d()
     sampler = RandomWalk(2.0)
     state = sampler.init(target, None, np.random.default_rng(1))
@@ -102,7 +103,7 @@ def test_block_contents():
     assert state.logp == target._log_density(state.x)
 
 
-def test_same_seed_same_chain_whatever_the_block_sizes():
+def test_same_seed_same_chain_whatever_the_block_sizes(loop):
     """Pre-drawing d + 1 normals per iteration makes block splits invisible."""
     target = gauss2d_corr(rho=0.8)
 

@@ -1,0 +1,212 @@
+r"""Optional compiled inner loops (numba): availability, the on/off switch, shared helpers.
+
+A sampler runs its per-iteration loop as a numba-compiled *kernel* when all of these hold:
+
+* numba imports (a dependency, but every sampler also works without it);
+* the switch is on: the environment variable ``CKAM_BENCH_JIT`` is unset, or set to anything
+  but ``0``, ``false``, ``no`` or ``off`` (``CKAM_BENCH_JIT=0`` forces the Python loops; it is
+  read when a sampler binds to a target, in ``init`` and ``warm_up``);
+* the target has ``jit_log_density()``, returning a compiled ``f(x: float64[::1]) -> float64``
+  with exactly the math of its ``_log_density`` (uncounted; NaN and ±inf come out the same).
+
+Otherwise the sampler runs its Python loop, the reference the kernel mirrors line by line.
+(KAM's loop stays in Python either way; with numba and the switch on it calls compiled
+helpers.) With the switch off, no numba code runs at all.
+Both consume the same pre-drawn random numbers in the same order and count one density
+evaluation per proposal, so a seed gives the same chain on either path up to the rounding of
+the density (in practice the same accept decisions).
+
+Kernels receive the log density as a first-class function (numba ``FunctionType`` of
+signature ``float64(float64[::1])``, :data:`DENSITY`), so each kernel is compiled once, for
+one explicit signature, whatever target it runs on, and cached on disk (``cache=True``;
+numba falls back to another cache folder, or to compiling in memory, when the package folder
+is not writable). :func:`compiled_log_density` hands samplers a :class:`CompiledDensity`: the
+target's compiled function plus a C-callable copy (``numba.cfunc``) whose address numba
+passes to a kernel in a few µs (passing the jitted function itself costs ~100 µs per call,
+which would dominate short blocks). A target's density is compiled once per process for each
+set of parameter values (:func:`bind_density`; ~0.2 s for the C copy, and ~0.1 s more for the
+jitted function when Python code calls it). Samplers compile in ``warm_up``, before the
+sampler clock starts; a kernel called without a warm-up compiles at its first call.
+
+numba's disk cache only notices changes to the file that defines a cached function: after
+editing a helper of this module, delete the ``__pycache__/*.nbi`` and ``*.nbc`` files of the
+sampler modules (or touch those modules).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+try:
+    import numba
+    from numba import types
+    from numba.extending import typeof_impl
+except ImportError:  # numba is optional: every sampler falls back to its Python loop
+    numba = None
+
+__all__ = ["AVAILABLE", "ENV", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
+           "kernel", "helper", "cholesky_into"]
+
+AVAILABLE = numba is not None
+ENV = "CKAM_BENCH_JIT"
+_OFF = {"0", "false", "no", "off"}
+
+if AVAILABLE:
+    F8, B1 = types.float64, types.boolean
+    A1, A2 = types.float64[::1], types.float64[:, ::1]
+    DENSITY_SIGNATURE = types.float64(A1)
+    DENSITY = types.FunctionType(DENSITY_SIGNATURE)
+    """Type of a compiled log density: float64(float64[::1])."""
+    _Protocol = types.WrapperAddressProtocol
+else:
+    F8 = B1 = A1 = A2 = DENSITY_SIGNATURE = DENSITY = None
+    _Protocol = object
+
+
+def enabled() -> bool:
+    """True when numba is importable and ``CKAM_BENCH_JIT`` does not switch compiled loops off."""
+    return AVAILABLE and os.environ.get(ENV, "1").strip().lower() not in _OFF
+
+
+class CompiledDensity(_Protocol):
+    """A target's compiled log density, for kernels (numba's wrapper address protocol: the
+    address of its ``numba.cfunc`` copy) and for Python code (calling it calls the jitted
+    function)."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self._cfunc = numba.cfunc(DENSITY_SIGNATURE)(jitted.py_func)
+
+    def __wrapper_address__(self) -> int:
+        return self._cfunc.address
+
+    def signature(self):
+        return DENSITY_SIGNATURE
+
+    def __call__(self, x) -> float:
+        return self.jitted(x)
+
+
+if AVAILABLE:
+
+    @typeof_impl.register(CompiledDensity)
+    def _typeof_compiled_density(value, context):
+        return DENSITY
+
+
+_WRAPPED: dict = {}
+
+
+def compiled_log_density(target) -> CompiledDensity | None:
+    """The target's compiled log density when compiled loops are to be used, else None."""
+    if not enabled():
+        return None
+    make = getattr(target, "jit_log_density", None)
+    if make is None:
+        return None
+    jitted = make()
+    wrapped = _WRAPPED.get(jitted)
+    if wrapped is None:
+        wrapped = _WRAPPED[jitted] = CompiledDensity(jitted)
+    return wrapped
+
+
+def _njit(fn, **options):
+    """numba.njit with the disk cache when a cache folder is available, else without."""
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(**options)(fn)
+
+
+def helper(fn):
+    """Decorator for a compiled helper called from kernels (the plain function without numba)."""
+    return _njit(fn) if AVAILABLE else fn
+
+
+class Kernel:
+    """A compiled inner loop: ``fn(log_density, *args)`` for one explicit signature.
+
+    ``compile()`` compiles it (or loads it from the disk cache) for ``(DENSITY, *arg_types)``
+    and forbids any other specialisation, so arguments of another type are an error instead of
+    a silent recompilation inside the timed loop. Calling it compiles first if needed.
+    """
+
+    def __init__(self, fn, arg_types: tuple):
+        self.py_func = fn
+        self.signature = (DENSITY, *arg_types)
+        self._dispatcher = None
+
+    def compile(self) -> None:
+        if self._dispatcher is None:
+            dispatcher = _njit(self.py_func)
+            dispatcher.compile(self.signature)
+            dispatcher.disable_compile()
+            self._dispatcher = dispatcher
+
+    def __call__(self, *args):
+        if self._dispatcher is None:
+            self.compile()
+        return self._dispatcher(*args)
+
+
+def kernel(*arg_types):
+    """Decorator: a :class:`Kernel` whose first argument is a compiled log density and whose
+    other arguments have the numba types ``arg_types`` (e.g. ``A1, F8, A2``). Without numba
+    it returns the plain function (never called: samplers then run their Python loops)."""
+
+    def wrap(fn):
+        return Kernel(fn, arg_types) if AVAILABLE else fn
+
+    return wrap
+
+
+_DENSITIES: dict = {}
+
+
+def bind_density(fn, *params):
+    """The compiled density ``x ↦ fn(x, params)``, ``fn`` a :func:`helper` and ``params`` a
+    target's parameters (arrays and floats, frozen into the compiled function as constants).
+
+    Memoised on the parameter values, so targets with equal parameters (the same factory
+    called twice) share one compiled function. Returns None without numba.
+    """
+    if not AVAILABLE:
+        return None
+    key = (fn, tuple((np.asarray(p).dtype.str, np.shape(p), np.asarray(p).tobytes()) for p in params))
+    compiled = _DENSITIES.get(key)
+    if compiled is None:
+
+        def log_density(x):
+            return fn(x, params)
+
+        compiled = numba.njit(log_density)  # compiled at its first call from Python, if any
+        _DENSITIES[key] = compiled
+    return compiled
+
+
+@helper
+def cholesky_into(a, shift, tol, out):
+    """Lower Cholesky factor of ``a + shift·I`` into ``out`` (upper triangle zeroed), reading
+    the lower triangle of ``a``; False as soon as a pivot L_jj² is not > 0 (NaN included) or is
+    ≤ tol·(a_jj + shift). tol = 0 is LAPACK ``dpotrf``'s success rule."""
+    d = a.shape[0]
+    for j in range(d):
+        s = a[j, j] + shift
+        for k in range(j):
+            s -= out[j, k] * out[j, k]
+        if not s > 0.0 or s <= tol * (a[j, j] + shift):
+            return False
+        pivot = math.sqrt(s)
+        out[j, j] = pivot
+        for i in range(j):
+            out[i, j] = 0.0
+        for i in range(j + 1, d):
+            s = a[i, j]
+            for k in range(j):
+                s -= out[i, k] * out[j, k]
+            out[i, j] = s / pivot
+    return True
