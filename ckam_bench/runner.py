@@ -213,16 +213,14 @@ class Runner:
         if n:
             self.last_step = float(block.step_size[-1])
             self.last_noise = float(block.noise[-1])
-        diag = np.column_stack([
-            np.arange(first, first + n, dtype=float), block.phase, block.accepted,
-            block.accept_prob, block.step_size, block.noise,
-        ])
+        columns = (np.arange(first, first + n, dtype=float), block.phase, block.accepted,
+                   block.accept_prob, block.step_size, block.noise)
         room = self.head.shape[0] - self.n_head
         if room > 0:
             take = min(room, n)
-            self.head[self.n_head:self.n_head + take] = diag[:take]
+            self.head[self.n_head:self.n_head + take] = np.column_stack([c[:take] for c in columns])
             self.n_head += take
-        self.diagnostics.extend(diag)
+        self.diagnostics.extend_columns(columns)
         if block.samples.shape[0]:
             self.samples.extend(block.samples)
             for metric in self.metrics.values():
@@ -430,8 +428,11 @@ class Runner:
                 bar.update(self.clock, self._postfix())
                 while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                     self.next_ck += 1
-            # next block: ~block_seconds long, not far past the next checkpoint or the end
-            rate = n / max(dt, 1e-7) if rate is None else 0.5 * rate + 0.5 * n / max(dt, 1e-7)
+            # next block: ~block_seconds long, not far past the next checkpoint or the end; sized
+            # on the slower of the latest and the smoothed rate, since a sampler's phases can
+            # differ in speed by orders of magnitude (cKAM: exploration vs sampling)
+            latest = n / max(dt, 1e-7)
+            rate = latest if rate is None else min(latest, 0.5 * rate + 0.5 * latest)
             horizon = self.budget.seconds - self.clock
             if self.next_ck < len(cks):
                 horizon = min(horizon, cks[self.next_ck] - self.clock)

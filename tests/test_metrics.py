@@ -483,3 +483,37 @@ def test_default_metric_config_instantiates_and_reports_floats():
         row.update(metric.compute(buf))
     assert set(row) == {"kl", "kl_outside", "ess_min", "ess_median", "ess_max"}
     assert all(isinstance(v, float) and math.isfinite(v) for v in row.values())
+
+
+@pytest.mark.parametrize("make", [bimodal, lambda: gmm32(dim=5)], ids=["grid", "marginal"])
+def test_compiled_histogram_equals_numpy(monkeypatch, make):
+    """The compiled KL update (default) and the numpy update (CKAM_BENCH_JIT=0) agree exactly,
+    including samples on the box edges, outside it, and NaN."""
+    target = make()
+    rng = np.random.default_rng(3)
+    x = target.sample(5000, rng)
+    x[:50] = target.box[:, 1]  # on the upper edge: inside, last bin
+    x[50:100] = target.box[:, 0]  # on the lower edge: inside, first bin
+    x[100:150, 0] = target.box[0, 1] + 1.0  # outside
+    x[150:160, -1] = np.nan  # outside
+    monkeypatch.setenv("CKAM_BENCH_JIT", "1")
+    compiled = SymmetricKL(target)
+    for part in np.array_split(x, 7):
+        compiled.update(part)
+    monkeypatch.setenv("CKAM_BENCH_JIT", "0")
+    reference = SymmetricKL(target)
+    for part in np.array_split(x, 3):
+        reference.update(part)
+    assert np.array_equal(compiled.state_dict()["counts"], reference.state_dict()["counts"])
+    assert (compiled.n_total, compiled.n_outside) == (reference.n_total, reference.n_outside)
+    assert compiled.value() == reference.value()
+
+
+def test_extend_columns_equals_extend():
+    rng = np.random.default_rng(4)
+    a, b = ThinningBuffer(37, 3), ThinningBuffer(37, 3)
+    for k in rng.integers(0, 60, size=40):
+        rows = rng.standard_normal((int(k), 3))
+        a.extend(rows)
+        b.extend_columns([rows[:, 0], rows[:, 1], rows[:, 2]])
+    assert np.array_equal(a.data, b.data) and a.stride == b.stride and a.n_seen == b.n_seen

@@ -69,6 +69,27 @@ class ThinningBuffer:
         k = rows.shape[0]
         if k == 0:
             return
+        kept = self._advance(k)
+        new = rows[kept]
+        self._rows[self._len : self._len + new.shape[0]] = new
+        self._len += new.shape[0]
+
+    def extend_columns(self, columns) -> None:
+        """Append a block given as ``width`` columns of equal length k, gathering only the rows
+        the buffer keeps (cheaper than stacking the whole block when the stride is large)."""
+        if len(columns) != self.width:
+            raise ValueError(f"expected {self.width} columns, got {len(columns)}")
+        k = len(columns[0])
+        if k == 0:
+            return
+        kept = self._advance(k)
+        new = np.column_stack([np.asarray(c, dtype=float)[kept] for c in columns])
+        self._rows[self._len : self._len + new.shape[0]] = new
+        self._len += new.shape[0]
+
+    def _advance(self, k: int) -> slice:
+        """Account for k more stream rows (thinning the kept ones if needed); return the slice
+        of the new block that is kept."""
         n_total = self.n_seen + k
         stride = self.stride
         while -(-n_total // stride) > self.capacity:  # ceil(n_total / stride) rows would be kept
@@ -80,10 +101,9 @@ class ThinningBuffer:
             self._rows[: self._len] = kept
             self.stride = stride
         first = -(-self.n_seen // stride) * stride  # first multiple of stride in the block
-        new = rows[first - self.n_seen :: stride]
-        self._rows[self._len : self._len + new.shape[0]] = new
-        self._len += new.shape[0]
+        start = first - self.n_seen
         self.n_seen = n_total
+        return slice(start, k, stride)
 
     def state_dict(self) -> dict:
         """Everything needed to rebuild the buffer: numpy arrays and ints (no pickle)."""

@@ -44,6 +44,7 @@ import math
 
 import numpy as np
 
+from ckam_bench import jit
 from ckam_bench.targets.base import CapabilityError, Target
 
 _P_FLOOR = 1e-300
@@ -70,6 +71,39 @@ def symmetric_kl(p, counts, pseudocount: float) -> float:
     p_hat = c[on_c] / n
     kl_phat_p = float(np.sum(p_hat * np.log(p_hat / np.maximum(p[on_c], _P_FLOOR))))
     return kl_p_phat + kl_phat_p
+
+
+@jit.helper
+def _grid_histogram(x, low, scale, bins, counts):
+    """Compiled :meth:`SymmetricKL.update` for the 2-D grid: adds the rows of ``x`` inside the
+    box to ``counts`` (bins², row-major) and returns how many rows lie outside (NaN is outside)."""
+    outside = 0
+    for i in range(x.shape[0]):
+        u = (x[i, 0] - low[0]) * scale[0]
+        v = (x[i, 1] - low[1]) * scale[1]
+        if u >= 0.0 and v >= 0.0 and u <= bins and v <= bins:
+            counts[min(int(u), bins - 1) * bins + min(int(v), bins - 1)] += 1
+        else:
+            outside += 1
+    return outside
+
+
+@jit.helper
+def _marginal_histogram(x, low, scale, bins, counts):
+    """Compiled marginal update: per coordinate, counts (d, bins) of the values inside that
+    coordinate's range; returns the number of rows with any coordinate outside."""
+    outside = 0
+    for i in range(x.shape[0]):
+        out = False
+        for j in range(x.shape[1]):
+            u = (x[i, j] - low[j]) * scale[j]
+            if u >= 0.0 and u <= bins:
+                counts[j, min(int(u), bins - 1)] += 1
+            else:
+                out = True
+        if out:
+            outside += 1
+    return outside
 
 
 class SymmetricKL:
@@ -110,6 +144,7 @@ class SymmetricKL:
         self.dim = target.dim
         self._low = target.box[:, 0].copy()
         self._high = target.box[:, 1].copy()
+        self._scale = bins / (self._high - self._low)
         if not np.all(self._high > self._low):
             raise ValueError(f"target {target.name!r} has an empty box {target.box.tolist()}")
         edges = [np.linspace(lo, hi, bins + 1) for lo, hi in target.box]
@@ -135,6 +170,13 @@ class SymmetricKL:
         """Add a block of collected samples, shape (k, d) (k may be 0)."""
         x = np.asarray(samples, dtype=float).reshape(-1, self.dim)
         if x.shape[0] == 0:
+            return
+        if jit.enabled():  # one compiled pass over the block instead of ~10 numpy passes
+            count = _grid_histogram if self.mode == "grid" else _marginal_histogram
+            outside = count(np.ascontiguousarray(x), self._low, self._scale, self.bins,
+                            self._counts)
+            self.n_total += x.shape[0]
+            self.n_outside += int(outside)
             return
         idx, inside = self._bin_index(x)
         all_inside = inside.all(axis=1)
