@@ -23,9 +23,10 @@ and are always written at the end. This bounds the cost of checkpoints whatever 
 the target's dimension or the run length. A trace row holds
 
 ``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
-eval_seconds, iterations, n_collected, n_density, n_grad, n_nonfinite, n_jitter,
-acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,`` the metric columns
-(``kl, kl_outside, ess_min, ess_median, ess_max`` by default), ``ess_per_second`` (min ESS per
+eval_seconds`` (wall time outside the sampler, warm-up excluded), ``iterations, n_collected,
+n_density, n_grad, n_nonfinite, n_jitter, acceptance, acceptance_<phase>…, step_size, noise,
+iters_per_second,`` the metric columns (``kl, kl_outside, ess_min, ess_median, ess_max`` by
+default), ``ess_per_second`` (min ESS per
 sampler second) and ``ess_per_density`` (min ESS per density evaluation)
 
 
@@ -194,6 +195,7 @@ class Runner:
         self.chain = None
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.wall_offset = 0.0
+        self.warmup_seconds = 0.0
         self.next_ck = 0
         self.lock = None
 
@@ -206,10 +208,12 @@ class Runner:
         self.n_nonfinite += int(block.n_nonfinite)
         self.n_jitter += int(block.n_jitter)
         k = len(self.phases)
-        self.iters_by_phase += np.bincount(block.phase, minlength=k)[:k]
-        self.accepted_by_phase += np.bincount(block.phase, weights=block.accepted, minlength=k)[
-            :k
-        ].astype(np.int64)
+        if k == 1:
+            self.iters_by_phase[0] += n
+            self.accepted_by_phase[0] += np.count_nonzero(block.accepted)
+        else:
+            self.iters_by_phase += np.bincount(block.phase, minlength=k)[:k]
+            self.accepted_by_phase += np.bincount(block.phase[block.accepted], minlength=k)[:k]
         if n:
             self.last_step = float(block.step_size[-1])
             self.last_noise = float(block.noise[-1])
@@ -236,7 +240,7 @@ class Runner:
             "checkpoint": len(self.rows),
             "sampler_seconds": self.clock,
             "wall_seconds": wall,
-            "eval_seconds": wall - self.clock,
+            "eval_seconds": wall - self.clock - self.warmup_seconds,
             "iterations": self.iterations,
             "n_collected": self.n_collected,
             "n_density": self.target.n_density,
@@ -272,6 +276,7 @@ class Runner:
             "totals": {
                 "sampler_seconds": self.clock,
                 "wall_seconds": wall,
+                "warmup_seconds": self.warmup_seconds,
                 "iterations": self.iterations,
                 "n_collected": self.n_collected,
                 "n_density": self.target.n_density,
@@ -335,6 +340,7 @@ class Runner:
         meta = {
             "rng": self.rng.bit_generator.state,
             "clock": self.clock, "wall": wall, "started": self.started,
+            "warmup": self.warmup_seconds,
             "iterations": self.iterations, "n_collected": self.n_collected,
             "n_nonfinite": self.n_nonfinite, "n_jitter": self.n_jitter,
             "n_density": self.target.n_density, "n_grad": self.target.n_grad,
@@ -360,6 +366,7 @@ class Runner:
         self.iters_by_phase = arrays["iters_by_phase"].astype(np.int64)
         self.rng.bit_generator.state = meta["rng"]
         self.clock, self.wall_offset, self.started = meta["clock"], meta["wall"], meta["started"]
+        self.warmup_seconds += float(meta["warmup"])
         for key in ("iterations", "n_collected", "n_nonfinite", "n_jitter", "next_ck"):
             setattr(self, key, int(meta[key]))
         self.target.n_density, self.target.n_grad = int(meta["n_density"]), int(meta["n_grad"])
@@ -395,7 +402,9 @@ class Runner:
 
     def _loop(self, resume, stop: StopRequest, bar: _Progress, wall_start: float):
         """Advance block by block until a stop condition; returns (state, reason)."""
+        t0 = time.perf_counter()
         self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
+        self.warmup_seconds += time.perf_counter() - t0
         t0 = time.perf_counter()
         self.chain = self.sampler.init(self.target, self.x0, self.rng)
         self.clock += time.perf_counter() - t0
@@ -422,7 +431,8 @@ class Runner:
             if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
                 return "complete", "wall_seconds"
             if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                outside = self.wall_offset + time.perf_counter() - wall_start - self.clock
+                outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock
+                           - self.warmup_seconds)
                 heavy = self.max_overhead is None or outside <= self.max_overhead * self.clock
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
