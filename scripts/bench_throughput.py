@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Throughput benchmark: iterations per second of sampler time, side by side, as ratios.
 
-For each target of the matrix it first times a *yardstick*: a bare numpy random-walk loop on
+Samplers use the cKAM paper's hyperparameters (``experiment=paper_<target>`` presets: the
+tables' subsample sizes and cycle lengths). For each target of the matrix it first times a *yardstick*: a bare numpy random-walk loop on
 the same target (pre-drawn normals, the target's uncounted log density, nothing else). Then,
 for each sampler, it builds the sampler from the same configs as ``ckam-bench`` (Hydra
 compose API), warms it up, and measures
@@ -9,7 +10,9 @@ compose API), warms it up, and measures
 * ``it/s`` — iterations per second while the sampler advances in ~20 ms blocks (the runner's
   block size), the median of ``--repeats`` consecutive windows of ``--seconds`` each;
 * ``it/s <phase>`` — for samplers with several phases (cKAM: exploration / sampling; KAM:
-  burn-in / sampling), the rate over blocks of 100 iterations that lie inside one phase;
+  burn-in / sampling), the rate when each call advances exactly one whole phase segment;
+* ``sampling/rw`` — the sampling phase's it/s over RW's it/s in blocks of the same length
+  (the paper's point: cKAM's sampling steps cost what a random walk's cost);
 * ``ratio`` — it/s divided by the yardstick's it/s measured in the same run (ratios survive a
   noisy or slower machine better than absolute numbers);
 * ``ckpt %`` — the share of wall time spent outside the sampler (metrics, checkpoint writes,
@@ -47,6 +50,8 @@ import ckam_bench  # noqa: F401  (registers the config resolvers)
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm32"]
+# Samplers are built with the cKAM paper's hyperparameters (Tables 1 and 3) for these targets.
+PRESETS = {"bimodal": "paper_bimodal", "gmm2d": "paper_gmm2d", "gmm32": "paper_gmm32"}
 
 # Goals of the performance issue: (sampler, target, column, minimum).
 GOALS = [
@@ -62,9 +67,14 @@ GOALS = [
 ]
 
 
-def build(sampler: str, target: str, overrides=()):
+def overrides_for(sampler: str, target: str) -> list[str]:
+    preset = [f"experiment={PRESETS[target]}"] if target in PRESETS else []
+    return [*preset, f"sampler={sampler}", f"target={target}"]
+
+
+def build(sampler: str, target: str):
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
-        cfg = compose("config", overrides=[f"sampler={sampler}", f"target={target}", *overrides])
+        cfg = compose("config", overrides=overrides_for(sampler, target))
     return instantiate(cfg.target), instantiate(cfg.sampler)
 
 
@@ -96,6 +106,7 @@ def yardstick(target, seconds: float, repeats: int) -> float:
 
 def throughput(sampler, target, seconds: float, repeats: int, block_seconds=0.02) -> float:
     """Median it/s over ``repeats`` windows, blocks sized like the runner's (~20 ms)."""
+    sampler.warm_up(target)
     state = sampler.init(target, None, np.random.default_rng(1))
     n, t_end = 64, time.perf_counter() + min(1.0, seconds)
     while time.perf_counter() < t_end:  # warm-up; also fills subsamples / histories
@@ -116,22 +127,51 @@ def throughput(sampler, target, seconds: float, repeats: int, block_seconds=0.02
     return float(np.median(rates))
 
 
-def phase_throughput(sampler, target, seconds: float, block: int = 100) -> dict[str, float]:
-    """it/s per phase over blocks of ``block`` iterations that lie inside a single phase."""
-    state = sampler.init(target, None, np.random.default_rng(2))
-    iters = np.zeros(len(sampler.phases))
-    spent = np.zeros(len(sampler.phases))
+def phase_throughput(make, seconds: float, probe: int = 5000) -> tuple[dict, float]:
+    """it/s per phase, advancing exactly one phase segment per call.
+
+    A probe copy of the sampler (same seed: chains do not depend on block sizes) runs ahead
+    to reveal the phase of each coming iteration; the timed copy then advances segment by
+    segment, so each call covers one whole phase. Returns the rates and the mean length of
+    the last phase's segments (for a same-block-size comparison with RW).
+    """
+    target_p, probe_s = make()
+    target_t, timed = make()
+    state_p = probe_s.init(target_p, None, np.random.default_rng(2))
+    state_t = timed.init(target_t, None, np.random.default_rng(2))
+    timed.warm_up(target_t)
+    iters = np.zeros(len(timed.phases))
+    spent = np.zeros(len(timed.phases))
+    lengths = []
     elapsed = 0.0
+    while elapsed < seconds:
+        state_p, blk = probe_s.advance(state_p, probe)
+        cuts = np.flatnonzero(np.diff(blk.phase)) + 1
+        for seg in np.split(blk.phase, cuts):
+            t0 = time.perf_counter()
+            state_t, _ = timed.advance(state_t, seg.size)
+            dt = time.perf_counter() - t0
+            elapsed += dt
+            iters[seg[0]] += seg.size
+            spent[seg[0]] += dt
+            if seg[0] == len(timed.phases) - 1:
+                lengths.append(seg.size)
+    rates = {p: (iters[i] / spent[i] if spent[i] else math.nan) for i, p in enumerate(timed.phases)}
+    return rates, float(np.mean(lengths)) if lengths else math.nan
+
+
+def fixed_block_throughput(sampler, target, block: int, seconds: float) -> float:
+    """it/s advancing in blocks of exactly ``block`` iterations (after a warm-up)."""
+    sampler.warm_up(target)
+    state = sampler.init(target, None, np.random.default_rng(3))
+    state, _ = sampler.advance(state, block)
+    done, elapsed = 0, 0.0
     while elapsed < seconds:
         t0 = time.perf_counter()
         state, blk = sampler.advance(state, block)
-        dt = time.perf_counter() - t0
-        elapsed += dt
-        phases = np.unique(blk.phase)
-        if phases.size == 1:
-            iters[phases[0]] += blk.n
-            spent[phases[0]] += dt
-    return {p: (iters[i] / spent[i] if spent[i] else math.nan) for i, p in enumerate(sampler.phases)}
+        elapsed += time.perf_counter() - t0
+        done += blk.n
+    return done / elapsed
 
 
 def cli_run(sampler: str, target: str, seconds: float, out: Path) -> dict:
@@ -141,7 +181,7 @@ def cli_run(sampler: str, target: str, seconds: float, out: Path) -> dict:
         "try:\n    main()\nfinally:\n"
         "    print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
     )
-    cmd = [sys.executable, "-c", code, "ckam-bench", f"sampler={sampler}", f"target={target}",
+    cmd = [sys.executable, "-c", code, "ckam-bench", *overrides_for(sampler, target),
            f"budget.seconds={seconds}", "progress=false", f"hydra.run.dir={out}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -197,9 +237,13 @@ def main(argv=None):
             rate = throughput(sampler, target, args.seconds, args.repeats)
             row = {"sampler": sname, "target": tname, "it/s": rate, "ratio": rate / base}
             if len(sampler.phases) > 1:
-                target, sampler = build(sname, tname)
-                for phase, r in phase_throughput(sampler, target, args.seconds * 2).items():
+                rates, seg = phase_throughput(lambda: build(sname, tname), args.seconds * 2)
+                for phase, r in rates.items():
                     row[f"it/s {phase}"] = r
+                if "sampling" in rates and seg == seg:
+                    rw_target, rw = build("rw", tname)
+                    same = fixed_block_throughput(rw, rw_target, int(round(seg)), args.seconds)
+                    row["sampling/rw"] = rates["sampling"] / same
             run = cli_run(sname, tname, args.run_seconds, tmp / f"{sname}_{tname}")
             row["ckpt %"] = 100 * run["checkpoint_share"]
             row["peak MiB"] = run["peak_mib"]
@@ -207,9 +251,6 @@ def main(argv=None):
             print(f"[{tname}] {sname}: {rate:,.0f} it/s ({rate / base:.2f}x yardstick)",
                   file=sys.stderr)
     table = pd.DataFrame(rows)
-    rw = table[table.sampler == "rw"].set_index("target")["it/s"]
-    if "it/s sampling" in table:
-        table["sampling/rw"] = table["it/s sampling"] / table.target.map(rw)
 
     memory = []
     if args.memory_seconds > 0:
