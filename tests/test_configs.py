@@ -53,8 +53,9 @@ def test_kernel_options(name):
 
 @pytest.mark.parametrize("name", options("schedule"))
 def test_schedule_options(name):
-    node = OmegaConf.load(resources.files("ckam_bench.conf") / "schedule" / f"{name}.yaml")
-    schedule = instantiate(node)
+    # composed into a real slot: a schedule may interpolate its sampler's keys
+    cfg = composed("sampler=ckam", f"schedule@sampler.noise={name}")
+    schedule = instantiate(cfg.sampler.noise)
     assert float(schedule(0)) >= 0
 
 
