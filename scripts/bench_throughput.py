@@ -240,7 +240,7 @@ def main(argv=None):
                 rates, seg = phase_throughput(lambda: build(sname, tname), args.seconds * 2)
                 for phase, r in rates.items():
                     row[f"it/s {phase}"] = r
-                if "sampling" in rates and seg == seg:
+                if "exploration" in rates and "sampling" in rates and seg == seg:
                     rw_target, rw = build("rw", tname)
                     same = fixed_block_throughput(rw, rw_target, int(round(seg)), args.seconds)
                     row["sampling/rw"] = rates["sampling"] / same
