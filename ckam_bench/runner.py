@@ -19,8 +19,8 @@ time, shortened near a checkpoint time, the end of the budget and the iteration 
 and ``status.json`` (cheap). The bounded ``samples.parquet`` / ``diagnostics.parquet`` and
 ``resume.npz`` (heavier) are rewritten with it unless the wall time spent outside the sampler
 so far exceeds ``max_overhead`` times the sampler time; they then wait for a later checkpoint
-and are always written at the end. This bounds the cost of checkpoints whatever the schedule,
-the target's dimension or the run length. A trace row holds
+(they are always written at the first and at the last). This bounds the cost of checkpoints
+whatever the schedule, the target's dimension or the run length. A trace row holds
 
 ``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
 eval_seconds`` (wall time outside the sampler, warm-up excluded), ``iterations, n_collected,
@@ -292,13 +292,13 @@ class Runner:
         wall = self.wall_offset + time.perf_counter() - wall_start
         self.latest = self._row(wall)
         self.rows.append(self.latest)
-        store.write_rows(self.rows, self.out / store.TRACE)
-        if stores:
+        if stores:  # before the trace: once a trace exists, so do the stores
             samples = {"index": self.samples.indices}
             data = self.samples.data
             samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
             store.write_columns(samples, self.out / store.SAMPLES)
             store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
+        store.write_rows(self.rows, self.out / store.TRACE)
         store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
         if state == "complete":
             (self.out / store.RESUME).unlink(missing_ok=True)
@@ -433,7 +433,8 @@ class Runner:
             if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
                 outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock
                            - self.warmup_seconds)
-                heavy = self.max_overhead is None or outside <= self.max_overhead * self.clock
+                heavy = (self.max_overhead is None or outside <= self.max_overhead * self.clock
+                         or not self.rows)  # the first checkpoint writes every file
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
                 while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
