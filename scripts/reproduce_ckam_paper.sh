@@ -28,15 +28,19 @@
 # the second mode after ~3 s and keeps switching (KL between 0.01 and 0.7 from 20 to 300 s)
 # while KAM stays trapped (KL 3 -> 5.4) and AM/RBAM/GAM stay in the start mode (KL 3.4-4). The
 # paper's cKAM needed ~500 s of code about 10-15x slower than ours (SPEC §8) to cover both
-# modes, i.e. ~40 s here; the long runs give Figs 4/7 several times that. gmm2d 120 s: every
+# modes, i.e. ~40 s here; the long runs give Figs 4/7 many times that: on bimodal cKAM's KL
+# settles near 0.7 from ~300 s to 1200 s (13 % of its samples in the right-hand mode, not
+# 50 %), on gmm2d it keeps falling (0.01 at 100 s, 0.0016 at 600 s). gmm2d 120 s: every
 # sampler is past its transient (cKAM and KAM at KL ~0.006 and still falling, AM's constant
 # rate levels off at 4e-4). gmm32 300 s: cKAM collects from ~5 s on (4800 exploration
 # iterations), KAM only after its 40000-iteration burn-in (20-45 s); AM's KL rises 7 -> 11 as
-# in the paper, RBAM levels off at 0.4, GAM, KAM and cKAM fall to 0.006-0.06.
+# in the paper, RBAM levels off at 0.4, GAM, KAM and cKAM fall to 0.006-0.06. Kernels 120 s
+# (15 runs): cKAM with the Matérn kernel has crossed between the bimodal modes several times
+# by then (at least 6 crossings seen in the thinned samples).
 #
 # Expected runtime on 2 cores (--jobs 2): 32400 s / 2 = 4.5 h of sampler time. The wall clock
-# adds what runs outside the sampler clock (measured: metrics and bookkeeping cost 20-45 % on
-# top for the compiled RW/AM/RBAM/GAM at 10^5-10^6 it/s, 2-4 % for KAM/cKAM) and ~3 s of
+# adds what runs outside the sampler clock (measured by scripts/bench_throughput.py: metrics
+# and bookkeeping cost 3-8 % on top for the compiled RW/AM/RBAM/GAM, 2-3 % for KAM/cKAM) and ~3 s of
 # start-up per run: about 5 h in all, 10 h / N with --jobs N on N free cores. --quick: 408 s
 # of sampler time, about 5 min on 2 cores including start-up and the figures.
 #
