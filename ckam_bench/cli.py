@@ -182,9 +182,11 @@ class OutputFolderCheck(Callback):
     folder can be created before Hydra tries, so a bad path is one sentence, not a traceback."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        HydraConfig.instance().set_config(config)  # the folder name uses ${hydra:runtime...}
         self._check(config.hydra.run.dir)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        HydraConfig.instance().set_config(config)
         self._check(config.hydra.sweep.dir)
 
     @staticmethod
