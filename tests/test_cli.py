@@ -60,6 +60,7 @@ def test_single_run_writes_its_folder(tmp_path):
     trace = pd.read_parquet(out / store.TRACE)
     assert (trace.kernel == "gaussian").all() and trace.sampler_seconds.iloc[-1] >= 0.5
     assert "complete" in proc.stderr
+    assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("override, key", [
