@@ -445,15 +445,21 @@ def figure_kernels(results: Results, settings: Settings, target: str = "bimodal"
     return fig, caption
 
 
-def figure_marginal(results: Results, settings: Settings, target: str, j: int = 0,
-                    bins: int = 80):
-    """Figs. 10/14: histogram of coordinate ``j`` per sampler against the exact marginal."""
+def _stored_samples(results: Results, target: str):
+    """The comparison runs of ``target`` by sampler, and their non-empty stored samples."""
     by_sampler = comparison_runs(results, target)
     samples = {name: [s for s in map(_samples, runs) if s is not None and len(s)]
                for name, runs in by_sampler.items()}
     samples = {k: v for k, v in samples.items() if v}
     if not samples:
         raise NotSupported(f"no stored samples on {target}")
+    return by_sampler, samples
+
+
+def figure_marginal(results: Results, settings: Settings, target: str, j: int = 0,
+                    bins: int = 80):
+    """Figs. 10/14: histogram of coordinate ``j`` per sampler against the exact marginal."""
+    by_sampler, samples = _stored_samples(results, target)
     tgt = _try_target(by_sampler)
     lo, hi = _box(tgt, j, [s for group in samples.values() for s in group])
     edges = np.linspace(lo, hi, bins + 1)
@@ -488,12 +494,7 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
 def figure_density_per_sampler(results: Results, settings: Settings, target: str = "bimodal",
                                bins: int = 100):
     """Fig. 12: 2-D histogram of the collected samples, one panel per sampler."""
-    by_sampler = comparison_runs(results, target)
-    samples = {name: [s for s in map(_samples, runs) if s is not None and len(s)]
-               for name, runs in by_sampler.items()}
-    samples = {k: v for k, v in samples.items() if v}
-    if not samples:
-        raise NotSupported(f"no stored samples on {target}")
+    by_sampler, samples = _stored_samples(results, target)
     dims = {s.shape[1] for group in samples.values() for s in group}
     if dims != {2}:
         raise NotSupported(f"samples on {target} are not 2-D (dimension {sorted(dims)})")
