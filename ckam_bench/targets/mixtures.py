@@ -85,6 +85,21 @@ def normal_interval_mass(edges: np.ndarray, mean, sd) -> np.ndarray:
     return np.where(right_of_mean, upper[..., :-1] - upper[..., 1:], lower[..., 1:] - lower[..., :-1])
 
 
+def _positive_dim(dim) -> int:
+    dim = int(dim)
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1, got {dim}")
+    return dim
+
+
+def _positive_variances(name: str, v: np.ndarray, shape: tuple) -> np.ndarray:
+    """``v`` broadcast to ``shape`` (a copy), checked finite and > 0."""
+    v = np.broadcast_to(v, shape).copy()
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise ValueError(f"{name} must be finite and > 0, got {v.tolist()}")
+    return v
+
+
 def _positive_weights(weights, n_components: int) -> np.ndarray:
     """Validate K positive weights and normalise them to sum 1."""
     w = np.asarray(weights, float)
@@ -215,9 +230,7 @@ class GaussianMixture(Target):
     """
 
     def __init__(self, weights, means, variances, dim: int, start=None, box=None, name: str = "gmm"):
-        dim = int(dim)
-        if dim < 1:
-            raise ValueError(f"dim must be >= 1, got {dim}")
+        dim = _positive_dim(dim)
         means = np.asarray(means, float)
         if means.ndim != 2 or means.shape[1] != dim or means.shape[0] == 0:
             raise ValueError(f"means must have shape (K, {dim}), got shape {means.shape}")
@@ -232,9 +245,7 @@ class GaussianMixture(Target):
             raise ValueError(
                 f"variances must be a scalar, shape ({n_comp},) or ({n_comp}, {dim}), got shape {v.shape}"
             )
-        v = np.broadcast_to(v, (n_comp, dim)).copy()
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"variances must be finite and > 0, got {v.tolist()}")
+        v = _positive_variances("variances", v, (n_comp, dim))
         if box is None:
             box = _six_sd_box(means, np.sqrt(v))
         start, box = check_geometry(dim, start, box)
@@ -357,9 +368,7 @@ class ProductMixture(Target):
     """
 
     def __init__(self, weights, means, variance, dim: int, start=None, box=None, name: str = "product_mixture"):
-        dim = int(dim)
-        if dim < 1:
-            raise ValueError(f"dim must be >= 1, got {dim}")
+        dim = _positive_dim(dim)
         means = np.asarray(means, float)
         if means.ndim != 1 or means.size == 0 or not np.all(np.isfinite(means)):
             raise ValueError(f"means must be a finite non-empty 1-D array, got {means.tolist()}")
@@ -368,9 +377,7 @@ class ProductMixture(Target):
         v = np.asarray(variance, float)
         if v.ndim > 1 or (v.ndim == 1 and v.size != n_comp):
             raise ValueError(f"variance must be a scalar or shape ({n_comp},), got shape {v.shape}")
-        v = np.broadcast_to(v, (n_comp,)).copy()
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"variance must be finite and > 0, got {v.tolist()}")
+        v = _positive_variances("variance", v, (n_comp,))
         if box is None:
             box = np.tile(_six_sd_box(means[:, None], np.sqrt(v)[:, None]), (dim, 1))
         start, box = check_geometry(dim, start, box)
