@@ -52,7 +52,7 @@ import numpy as np
 from ckam_bench import store
 from ckam_bench.metrics.buffer import ThinningBuffer
 
-DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise")
+DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise", "logp")
 
 
 class StopRequest:
@@ -217,8 +217,9 @@ class Runner:
         if n:
             self.last_step = float(block.step_size[-1])
             self.last_noise = float(block.noise[-1])
+        logp = block.logp if block.logp is not None else np.full(n, np.nan)
         columns = (np.arange(first, first + n, dtype=float), block.phase, block.accepted,
-                   block.accept_prob, block.step_size, block.noise)
+                   block.accept_prob, block.step_size, block.noise, logp)
         room = self.head.shape[0] - self.n_head
         if room > 0:
             take = min(room, n)
@@ -254,6 +255,8 @@ class Runner:
         row["step_size"] = self.last_step
         row["noise"] = self.last_noise
         row["iters_per_second"] = _ratio(self.iterations, self.clock)
+        if self.chain is not None:
+            row.update(self.sampler.trace_columns(self.chain))
         for metric in self.metrics.values():
             row.update({k: float(v) for k, v in metric.compute(self.samples).items()})
         if "ess_min" in row:
@@ -322,6 +325,7 @@ class Runner:
             "accept_prob": diag[:, 3],
             "step_size": diag[:, 4],
             "noise": diag[:, 5],
+            "logp": diag[:, 6],
             "phase_name": pa.DictionaryArray.from_arrays(pa.array(phase),
                                                          pa.array(list(self.phases))),
         }

@@ -47,6 +47,8 @@ class Block:
     noise : (n,) float, the noise γ_t used at iteration i (NaN when not defined).
     n_nonfinite : proposals whose log density (or gradient) was NaN or ±inf (rejected).
     n_jitter : proposal covariances that needed a jitter to be positive definite.
+    logp : (n,) float or None, log π of the chain's state after iteration i (the log-target
+        trace figures); None when the sampler does not record it (stored as NaN).
     """
 
     samples: np.ndarray
@@ -57,6 +59,7 @@ class Block:
     noise: np.ndarray
     n_nonfinite: int = 0
     n_jitter: int = 0
+    logp: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -72,6 +75,7 @@ class BlockRecorder:
         self.phase = np.zeros(n, dtype=np.int8)
         self.step_size = np.full(n, np.nan)
         self.noise = np.full(n, np.nan)
+        self.logp = np.full(n, np.nan)
         self.samples = np.empty((n if max_collect is None else max_collect, dim))
         self.n_collected = 0
         self.n_nonfinite = 0
@@ -91,6 +95,7 @@ class BlockRecorder:
             noise=self.noise,
             n_nonfinite=self.n_nonfinite,
             n_jitter=self.n_jitter,
+            logp=self.logp,
         )
 
 
@@ -155,6 +160,13 @@ class Sampler:
         """Untimed preparation before the sampler clock starts (e.g. compiling an inner loop
         for this target). Must not evaluate the target through its counted API nor draw from
         the run's random generator. The default does nothing."""
+
+    def trace_columns(self, state) -> dict:
+        """Extra columns for the trace row written at a checkpoint, computed from the chain
+        state (e.g. swap acceptance per pair of a tempering sampler, the current scale of an
+        adapted proposal). Values are floats or 1-D float arrays (stored as list columns).
+        The default adds none."""
+        return {}
 
     def skip(self, target: Target) -> tuple[bool, str]:
         """(True, reason) when this sampler cannot run on ``target`` (e.g. needs a gradient)."""
