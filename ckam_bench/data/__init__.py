@@ -1,0 +1,35 @@
+"""Data files shipped with ckam-bench (datasets of the papers' targets, certified reference
+samples), and the one way targets find them.
+
+Every file here is a copy of a public, redistributable source listed in ``SOURCES.md`` beside
+this module; nothing is downloaded at run time. A target that reads a data file takes its
+path as a config key (``data_file``; null means the shipped copy) and may also honour an
+environment variable, so a user can point it at another copy without editing configs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+class DataFileError(ValueError):
+    """A data file is missing or malformed (a configuration error: the message names the key
+    and the file)."""
+
+
+def data_file(name: str, override: str | os.PathLike | None = None, env: str | None = None,
+              key: str = "data_file") -> Path:
+    """Path of the data file ``name``: ``override`` when given, else the environment variable
+    ``env`` when set, else the copy shipped in this package. Raises :class:`DataFileError`
+    (naming ``key``) when the file does not exist."""
+    source = key
+    path = override
+    if path is None and env and os.environ.get(env):
+        path, source = os.environ[env], f"{key} (from ${env})"
+    path = Path(path).expanduser() if path is not None else HERE / name
+    if not path.is_file():
+        raise DataFileError(f"{source}: data file {str(path)!r} does not exist")
+    return path
