@@ -118,6 +118,8 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     except StartPointError as exc:
         raise ConfigError(f"start: {exc}") from exc
     target.reset_counters()
+    if target.noisy:  # density estimates draw from their own stream of the run's seed
+        target.bind_rng(np.random.default_rng([int(cfg.seed), 1]))
     kernel = getattr(sampler, "kernel", None)
     labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none"}
     return Runner(
@@ -129,6 +131,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         diagnostics_head=cfg.metrics.diagnostics_head,
         max_overhead=cfg.checkpoint.max_overhead,
         status_extra={"config_hash": config_hash(cfg), "versions": versions(),
+                      "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported},
     )
 

@@ -343,6 +343,7 @@ class Runner:
         arrays["iters_by_phase"] = self.iters_by_phase
         meta = {
             "rng": self.rng.bit_generator.state,
+            "target_rng": None if self.target.rng is None else self.target.rng.bit_generator.state,
             "clock": self.clock, "wall": wall, "started": self.started,
             "warmup": self.warmup_seconds,
             "iterations": self.iterations, "n_collected": self.n_collected,
@@ -369,6 +370,8 @@ class Runner:
         self.accepted_by_phase = arrays["accepted_by_phase"].astype(np.int64)
         self.iters_by_phase = arrays["iters_by_phase"].astype(np.int64)
         self.rng.bit_generator.state = meta["rng"]
+        if meta.get("target_rng") is not None:
+            self.target.rng.bit_generator.state = meta["target_rng"]
         self.clock, self.wall_offset, self.started = meta["clock"], meta["wall"], meta["started"]
         self.warmup_seconds += float(meta["warmup"])
         for key in ("iterations", "n_collected", "n_nonfinite", "n_jitter", "next_ck"):

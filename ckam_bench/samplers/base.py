@@ -161,6 +161,12 @@ class Sampler:
         for this target). Must not evaluate the target through its counted API nor draw from
         the run's random generator. The default does nothing."""
 
+    def describe(self) -> dict:
+        """JSON-able facts about this sampler stored in the run's ``status.json`` under
+        ``sampler_info`` (e.g. its kind of adaptation — diminishing, finite or
+        non-diminishing — and schedule values resolved for this run). The default is empty."""
+        return {}
+
     def trace_columns(self, state) -> dict:
         """Extra columns for the trace row written at a checkpoint, computed from the chain
         state (e.g. swap acceptance per pair of a tempering sampler, the current scale of an

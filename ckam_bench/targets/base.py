@@ -13,6 +13,9 @@ are advertised by the ``has_*`` properties; calling a missing one raises
 Pseudo-marginal targets (``noisy = True``) return an unbiased *estimate* of the density:
 a sampler must keep the estimate at its current state and never recompute it. All samplers
 in ckam-bench store ``logp`` of the current state in their state, so this holds by design.
+Their randomness comes from ``self.rng``, a generator the runner derives from the run's seed
+(:meth:`Target.bind_rng`) and saves with the resume state, so a resumed run stays
+bit-identical.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Target:
 
     name: str = "target"
     noisy: bool = False
+    rng: np.random.Generator | None = None
 
     def __init__(self, dim: int, start=None, box=None):
         self.dim = int(dim)
@@ -78,6 +82,11 @@ class Target:
     def log_density_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """(log π(x), ∇ log π(x)), counting one density and one gradient evaluation."""
         return self.log_density(x), self.grad_log_density(x)
+
+    def bind_rng(self, rng: np.random.Generator) -> None:
+        """Give a noisy target the generator of its density estimates (called by the runner
+        with a generator derived from the run's seed)."""
+        self.rng = rng
 
     def reset_counters(self) -> None:
         self.n_density = 0
