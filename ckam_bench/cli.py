@@ -5,43 +5,47 @@ builds the target, sampler and metrics with ``hydra.utils.instantiate``, runs th
 the budget (:class:`ckam_bench.runner.Runner`) and stores the run in Hydra's output folder.
 ``ckam-bench -m sampler=rw,ckam seed=0,1`` sweeps (Hydra multirun).
 
-Re-running into an existing run folder (same ``hydra.run.dir``, or the same
-``hydra.sweep.dir`` for a sweep) continues it: a run already complete for the same resolved
-config (same :func:`config_hash`) is skipped, an interrupted or killed one resumes from its
-last checkpoint, and a folder holding a run of another config is refused. A folder in use by
-a live process (see :class:`ckam_bench.store.RunLock`) is never written to.
+The run folder is claimed through :mod:`ckam_bench.rundir` only after the whole config has
+been validated and built: re-running into an existing run folder (same ``hydra.run.dir``, or
+the same ``hydra.sweep.dir`` for a sweep) continues it — a run already complete for the same
+resolved config (same :func:`config_hash`) is skipped, an interrupted or killed one resumes
+from its last intact checkpoint — and a folder holding anything else is refused, untouched.
+Hydra writes nothing itself (no ``.hydra/`` before the claim, no ``cli.log``).
 
 Exit codes: 0 finished (complete, stopped by its caps, skipped as already complete, or
-skipped because another process holds its folder); 2 invalid configuration (nothing is
-sampled and no new output folder is left behind); 130 interrupted (Ctrl-C / SIGTERM, after a
-final checkpoint); 1 any other failure (the run folder's status says ``failed``).
+skipped because another process holds its folder); 2 invalid configuration or refused folder
+(nothing is sampled, nothing on disk changes; a sweep runs its other jobs first and names the
+refused ones); 130 interrupted (Ctrl-C / SIGTERM, after a final checkpoint); 1 any other
+failure (the run folder's status says ``failed``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
-import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import hydra
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
 from hydra.errors import InstantiationException
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import ckam_bench
-from ckam_bench import store
-from ckam_bench.runner import Budget, Runner, checkpoint_times
+from ckam_bench import rundir
+from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
-from ckam_bench.validate import ConfigError, check_config
+from ckam_bench.validate import ConfigError, check_config, resolved
 
 # Keys that do not change what a run computes (left out of the config hash).
 COSMETIC_KEYS = ("hydra", "progress")
@@ -49,7 +53,7 @@ COSMETIC_KEYS = ("hydra", "progress")
 
 def config_hash(cfg: DictConfig) -> str:
     """sha256 of the resolved run config (Hydra's settings and the progress bar excluded)."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain = resolved(cfg)
     for key in COSMETIC_KEYS:
         plain.pop(key, None)
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
@@ -91,7 +95,8 @@ def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
 
 
 def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
-    """Build every object of a run from its config; raise ConfigError on bad input."""
+    """Build every object of a run from its config; raise ConfigError on bad input. Writes
+    nothing: the run folder is claimed afterwards (:mod:`ckam_bench.rundir`)."""
     check_config(cfg)
     target = _build(cfg, "target")
     sampler = _build(cfg, "sampler")
@@ -105,11 +110,18 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
                 metrics[name] = _build(cfg.metrics, name, path=f"metrics.{name}", target=target)
             except CapabilityError as exc:  # e.g. KL needs a box and exact marginals
                 unsupported[name] = str(exc)
+    b, ck = cfg.budget, cfg.checkpoint
     try:
-        budget = Budget(float(cfg.budget.seconds), cfg.budget.max_iterations,
-                        cfg.budget.wall_seconds)
-        times = checkpoint_times(budget.seconds, cfg.checkpoint.first, cfg.checkpoint.per_decade,
-                                 cfg.checkpoint.every)
+        budget = Budget(float(b.seconds), b.max_iterations, b.wall_seconds, b.max_density,
+                        b.max_grad, b.clock)
+        if ck.on not in UNITS:
+            raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {ck.on!r}")
+        limit = budget.limit(ck.on)
+        if limit is None:
+            key = {"iterations": "max_iterations", "density": "max_density", "grad": "max_grad"}
+            raise ValueError(f"checkpoint.on={ck.on} needs a budget in {ck.on} "
+                             f"(budget.{key[ck.on]}) to place its checkpoints")
+        times = checkpoint_times(limit, ck.first, ck.per_decade, ck.every, unit=ck.on)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     x0 = None if cfg.start is None else np.asarray(OmegaConf.to_container(cfg.start), float)
@@ -129,7 +141,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
-        max_overhead=cfg.checkpoint.max_overhead,
+        max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
         status_extra={"config_hash": config_hash(cfg), "versions": versions(),
                       "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported},
@@ -153,36 +165,24 @@ def _summary(status: dict, out_dir: str, latest: dict) -> str:
     kl = f", KL {latest['kl']:.4g}" if "kl" in latest else ""
     return (f"{status['state']} ({status['reason']}): {status['sampler']} on {status['target']}, "
             f"{t['iterations']} iterations in {t['sampler_seconds']:.2f} s of sampler time "
-            f"({rate:,.0f} it/s){kl} -> {out_dir}")
-
-
-def _previous(out_dir: Path, digest: str):
-    """What an earlier run left in ``out_dir``: None (fresh), "complete" or resume data."""
-    status_file = out_dir / store.STATUS
-    if not status_file.exists():
-        return None
-    try:
-        status = json.loads(status_file.read_text())
-    except (OSError, ValueError):
-        status = {}
-    if status.get("config_hash") not in (None, digest):
-        raise ConfigError(
-            f"hydra.run.dir: {out_dir} holds a run of a different configuration; "
-            "choose another folder (or delete that one) to start a new run")
-    if status.get("state") == "complete":
-        return "complete"
-    try:
-        return store.read_resume(out_dir / store.RESUME)
-    except (OSError, ValueError, KeyError):
-        return None  # killed before its first checkpoint, or damaged: start afresh
+            f"({rate:,.0f} it/s){kl} -> {out_dir}"
+            + (f"\n  note: the sampler got {status['cpu_share']:.0%} of a core while its clock "
+               "ran (another process competed for the CPU); budget.clock=cpu measures CPU time"
+               if status.get("contended") else ""))
 
 
 _COMPOSED = False  # set once Hydra has composed the config (see main)
+_CREATED: list[Path] = []  # folders this invocation's run or sweep folder will newly create
+_SWEEP: dict = {}  # the running sweep (main process): folder, token
+SWEEP_TOKEN_ENV = "CKAM_BENCH_SWEEP_TOKEN"
+SWEEP_START_ENV = "CKAM_BENCH_SWEEP_START"
 
 
 class OutputFolderCheck(Callback):
-    """Hydra callback (``hydra.callbacks`` in conf/config.yaml): make sure the run or sweep
-    folder can be created before Hydra tries, so a bad path is one sentence, not a traceback."""
+    """Hydra callback (``hydra.callbacks`` in conf/config.yaml). Before Hydra creates the run
+    or sweep folder: say in one sentence when it cannot be created, and remember which folders
+    this invocation creates, so that a refused run removes them again (when still empty) and
+    leaves the disk as it found it. At the end of a sweep: name the refused jobs."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         HydraConfig.instance().set_config(config)  # the folder name uses ${hydra:runtime...}
@@ -190,55 +190,125 @@ class OutputFolderCheck(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         HydraConfig.instance().set_config(config)
-        self._check(config.hydra.sweep.dir)
+        folder = Path(str(config.hydra.sweep.dir))
+        self._check(folder)
+        _SWEEP.update(folder=folder, token=uuid.uuid4().hex[:12])
+        os.environ[SWEEP_TOKEN_ENV] = _SWEEP["token"]  # inherited by the sweep's job processes
+        os.environ[SWEEP_START_ENV] = repr(time.time() - 1.0)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        notes = _refusal_notes(_SWEEP["folder"], _SWEEP["token"])
+        refused = []
+        if notes.exists():
+            for line in notes.read_text().splitlines():
+                try:
+                    refused.append(json.loads(line))
+                except ValueError:
+                    continue
+            notes.unlink()  # the sweep's own bookkeeping file, named by its token
+        rundir.remove_empty(_CREATED)
+        _SWEEP["refused"] = refused
 
     @staticmethod
     def _check(folder) -> None:
         global _COMPOSED
         _COMPOSED = True
-        try:
-            Path(str(folder)).mkdir(parents=True, exist_ok=True)
-            probe = Path(str(folder)) / f".write-test-{uuid.uuid4().hex}"
-            probe.touch()
-            probe.unlink()
-        except OSError as exc:
-            print(f"ckam-bench: cannot create or write the output folder {folder}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
+        folder = Path(str(folder))
+        _CREATED[:] = rundir.missing_ancestors(folder)
+        existing = folder.parent if not folder.exists() else folder
+        while not existing.exists():
+            existing = existing.parent
+        problem = None
+        if folder.exists() and not folder.is_dir():
+            problem = "it is a file"
+        elif not existing.is_dir():
+            problem = f"{existing} is a file"
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            problem = f"{existing} is not writable"
+        if problem:
+            print(f"ckam-bench: cannot create or write the output folder {folder}: {problem}",
+                  file=sys.stderr)
             sys.exit(1)
+
+
+def _refusal_notes(sweep_dir: Path, token: str) -> Path:
+    return Path(sweep_dir) / f".ckam-refused-{token}.jsonl"
+
+
+def _undo_created(out_dir: Path, multirun: bool) -> None:
+    """After a refusal: remove the empty folders this invocation created for the run."""
+    if not multirun:
+        rundir.remove_empty(_CREATED)
+        return
+    try:  # a sweep job's folder, created by Hydra in this job: still empty and new
+        start = float(os.environ.get(SWEEP_START_ENV, "inf"))
+        if not any(out_dir.iterdir()) and out_dir.stat().st_ctime >= start:
+            rundir.remove_empty([out_dir])
+    except (OSError, ValueError):
+        pass
+
+
+def _refuse(out_dir: Path, message: str, multirun: bool) -> None:
+    """A run that cannot start: one line; a single run exits 2, a sweep job is noted for the
+    sweep's final report and the sweep goes on."""
+    print(f"ckam-bench: {message}", file=sys.stderr)
+    if not multirun:
+        sys.exit(2)
+    token = os.environ.get(SWEEP_TOKEN_ENV)
+    if token:
+        note = json.dumps({"folder": str(out_dir), "why": message}) + "\n"
+        with open(_refusal_notes(HydraConfig.get().sweep.dir, token), "a") as fh:
+            fh.write(note)
+
+
+def _snapshot(cfg: DictConfig) -> dict:
+    """The config snapshot written into a newly claimed folder (what Hydra's ``.hydra/`` held)."""
+    hydra_cfg = HydraConfig.instance().cfg
+    return {
+        ".hydra/config.yaml": OmegaConf.to_yaml(cfg),
+        ".hydra/hydra.yaml": OmegaConf.to_yaml(hydra_cfg),
+        ".hydra/overrides.yaml": OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task),
+    }
 
 
 @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
     global _COMPOSED
     _COMPOSED = True
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    fresh = not (out_dir / store.STATUS).exists()
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
     try:
+        check_config(cfg)  # before the labels read any value
         runner = build(cfg, _labels(cfg), out_dir)
-        previous = _previous(out_dir, config_hash(cfg))
+        folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
     except ConfigError as exc:
-        if fresh:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        print(f"ckam-bench: invalid configuration: {exc}", file=sys.stderr)
-        sys.exit(2)
-    if previous == "complete":
-        print(f"ckam-bench: already complete for this config, skipped: {out_dir}", file=sys.stderr)
-        return
-    try:
-        lock = store.RunLock(out_dir).acquire()
-    except store.FolderBusy as exc:
+        _undo_created(out_dir, multirun)
+        return _refuse(out_dir, f"invalid configuration: {exc}", multirun)
+    except rundir.FolderRefused as exc:
+        _undo_created(out_dir, multirun)
+        return _refuse(out_dir, f"refused: {exc}", multirun)
+    except rundir.FolderBusy as exc:
         print(f"ckam-bench: skipped: {exc}", file=sys.stderr)
         return
     try:
-        if previous is not None:
-            print(f"ckam-bench: resuming from checkpoint {len(previous[1]['rows'])} "
-                  f"({previous[1]['iterations']} iterations): {out_dir}", file=sys.stderr)
-        status = runner.run(resume=previous, lock=lock)
+        for note in folder.notes:
+            print(f"ckam-bench: {note}", file=sys.stderr)
+        if folder.state == "complete":
+            print(f"ckam-bench: already complete for this config, skipped: {out_dir}",
+                  file=sys.stderr)
+            return
+        if folder.state == "resume":
+            r = folder.resume
+            print(f"ckam-bench: resuming from checkpoint {r.checkpoint} "
+                  f"({r.meta['iterations']} iterations, {r.source}): {out_dir}", file=sys.stderr)
+        runner.folder = folder
+        status = runner.run()
     except OSError as exc:
         print(f"ckam-bench: cannot write the run folder {out_dir}: {exc}", file=sys.stderr)
         sys.exit(1)
     finally:
-        lock.release()
+        folder.release()
     print(_summary(status, out_dir, runner.latest), file=sys.stderr)
     if status["state"] == "interrupted":
         sys.exit(130)
@@ -246,14 +316,24 @@ def _app(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console entry point. Hydra's own composition errors (an unknown group option or key)
-    exit with 1 before the task runs; they are configuration errors, so exit with 2."""
+    exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
+    with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
     try:
         _app()
     except SystemExit as exc:
         if exc.code == 1 and not _COMPOSED:
             sys.exit(2)
         raise
+    refused = _SWEEP.get("refused")
+    if refused:
+        print(f"ckam-bench: {len(refused)} job(s) of the sweep were refused and did not run:",
+              file=sys.stderr)
+        for note in refused:
+            print(f"  {note['folder']}: {note['why']}", file=sys.stderr)
+        sys.exit(2)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run the imported module, where Hydra's callback keeps its state
+    from ckam_bench import cli
+
+    cli.main()

@@ -14,28 +14,39 @@ and the run is marked ``interrupted``; see :class:`StopRequest`).
 **Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
 time, shortened near a checkpoint time, the end of the budget and the iteration cap.
 
-**Checkpoints** happen when the sampler clock passes each time of the schedule (see
-:func:`checkpoint_times`) and once more at the end. Each writes one row to ``trace.parquet``
-and ``status.json`` (cheap). The bounded ``samples.parquet`` / ``diagnostics.parquet`` and
-``resume.npz`` (heavier) are rewritten with it unless the wall time spent outside the sampler
-so far exceeds ``max_overhead`` times the sampler time; they then wait for a later checkpoint
-(they are always written at the first and at the last). This bounds the cost of checkpoints
-whatever the schedule, the target's dimension or the run length. A trace row holds
+**Checkpoints** happen when the run passes each position of the schedule (see
+:func:`checkpoint_times`), in the unit ``checkpoint.on`` names — sampler seconds, iterations,
+density evaluations or gradient evaluations (:data:`UNITS`), so samplers of very different cost
+per iteration share checkpoints on the axis a comparison uses — and once more at the end. In
+a counted unit, blocks are shortened to land on each checkpoint (exactly for iterations; for
+evaluations, at the first iteration that reaches it). Each checkpoint writes one row to
+``trace.parquet``, ``status.json`` and the resume state (:mod:`ckam_bench.rundir`). The bounded
+``samples.parquet`` / ``diagnostics.parquet`` (heavier) are rewritten with it unless the wall
+time spent outside the sampler so far exceeds ``max_overhead`` times the sampler time; they
+then wait for a later checkpoint (they are always written at the first and at the last). A
+trace row holds
 
-``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds, wall_seconds,
-eval_seconds`` (wall time outside the sampler, warm-up excluded), ``iterations, n_collected,
-n_density, n_grad, n_nonfinite, n_jitter, acceptance, acceptance_<phase>…, step_size, noise,
-iters_per_second,`` the metric columns (``kl, kl_outside, ess_min, ess_median, ess_max`` by
-default), ``ess_per_second`` (min ESS per
-sampler second) and ``ess_per_density`` (min ESS per density evaluation)
+``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds`` (on the budget's
+clock), ``sampler_wall_seconds, sampler_cpu_seconds, wall_seconds, eval_seconds`` (wall time
+outside the sampler, warm-up excluded), ``iterations, n_collected, n_density, n_grad,
+n_nonfinite, n_jitter, acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,``
+the sampler's own ``trace_columns``, the metric columns (``kl, kl_outside, ess_min,
+ess_median, ess_max`` by default), ``ess_per_second``, ``ess_per_density`` and
+``ess_per_grad`` (min ESS per sampler second, density and gradient evaluation).
 
+**Clocks.** ``budget.clock=wall`` (default) counts the wall time of the sampler's calls;
+``budget.clock=cpu`` the CPU time of the sampler's thread, which another process competing
+for the cores does not inflate. Both are recorded in every row; a run whose sampler got less
+than 80 % of a core is marked ``contended`` in its status.
 
-**Resume.** ``resume.npz`` holds, at the last checkpoint, the sampler state, the random
-generator state, the clock, all counters, the metric accumulators, the bounded stores and the
-trace rows. :meth:`Runner.run` with ``resume=store.read_resume(...)`` continues from there: the
-trace continues without gaps or duplicates, and since every sampler's random stream does not
-depend on how iterations are split into blocks, a resumed run with an iteration cap draws
-exactly the samples of an uninterrupted one. The file is removed when a run completes.
+**Resume.** The resume state holds, at every checkpoint, the sampler state, the random
+generator states, the clocks, all counters, the metric accumulators, the bounded stores and
+the trace rows, so it is never behind the trace (at most the blocks since the last
+checkpoint are redone after a kill). :meth:`Runner.run` on a folder whose claim found a
+verified state continues from there: the trace continues without gaps or duplicates, and
+since every sampler's random stream does not depend on how iterations are split into blocks,
+a resumed run with checkpoints and budget in iterations writes exactly the rows and samples of
+an uninterrupted one. The state is removed when a run completes.
 """
 
 from __future__ import annotations
@@ -45,7 +56,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -81,33 +91,56 @@ class StopRequest:
         return False
 
 
+UNITS = ("seconds", "iterations", "density", "grad")
+"""Cost units of budgets and checkpoints: sampler seconds (on the budget's clock), iterations,
+density evaluations, gradient evaluations."""
+MAX_CHECKPOINTS = 100_000
+
+
 @dataclass(frozen=True)
 class Budget:
-    """Sampler seconds, an optional exact iteration cap, and a hard wall-clock cap."""
+    """When a run stops: sampler seconds on ``clock`` (``wall``: wall time of the sampler
+    loop; ``cpu``: the sampler thread's CPU time), and optionally a number of iterations (met
+    exactly), density evaluations or gradient evaluations (met at the end of the iteration that
+    reaches them), and a hard wall-clock cap on the whole run."""
 
     seconds: float
     max_iterations: int | None = None
     wall_seconds: float | None = None
+    max_density: int | None = None
+    max_grad: int | None = None
+    clock: str = "wall"
 
     def __post_init__(self):
         if not (math.isfinite(self.seconds) and self.seconds > 0):
             raise ValueError(f"budget.seconds must be a finite number > 0, got {self.seconds}")
-        if self.max_iterations is not None and int(self.max_iterations) < 1:
-            raise ValueError(f"budget.max_iterations must be >= 1, got {self.max_iterations}")
+        for key in ("max_iterations", "max_density", "max_grad"):
+            value = getattr(self, key)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"budget.{key} must be >= 1, got {value}")
         if self.wall_seconds is not None and not self.wall_seconds > 0:
             raise ValueError(f"budget.wall_seconds must be > 0, got {self.wall_seconds}")
+        if self.clock not in ("wall", "cpu"):
+            raise ValueError(f"budget.clock must be wall or cpu, got {self.clock!r}")
 
     @property
     def wall_cap(self) -> float:
         return self.wall_seconds if self.wall_seconds is not None else 2.0 * self.seconds + 60.0
 
+    def limit(self, unit: str) -> float | None:
+        """The budget in ``unit`` (None when the budget sets none)."""
+        return {"seconds": self.seconds, "iterations": self.max_iterations,
+                "density": self.max_density, "grad": self.max_grad}[unit]
 
-def checkpoint_times(budget_seconds: float, first: float = 0.05, per_decade: int = 8,
-                     every: float | None = None) -> np.ndarray:
-    """Sorted checkpoint times in sampler seconds, all < ``budget_seconds``.
 
-    The union of a log-spaced grid from ``first`` to the budget (``per_decade`` points per
-    factor 10) and, when ``every`` is set, the multiples of ``every``.
+def checkpoint_times(limit: float, first: float = 0.05, per_decade: int | None = 8,
+                     every: float | None = None, unit: str = "seconds") -> np.ndarray:
+    """Sorted checkpoint positions in ``unit``, all < ``limit``.
+
+    The union of a log-spaced grid from ``first`` to ``limit`` (``per_decade`` points per
+    factor 10) and, when ``every`` is set, the multiples of ``every``. Counts (iterations,
+    evaluations) are rounded up to whole numbers. More than :data:`MAX_CHECKPOINTS` positions
+    is an error, raised before anything is allocated.
     """
     if not first > 0:
         raise ValueError(f"checkpoint.first must be > 0, got {first}")
@@ -115,17 +148,27 @@ def checkpoint_times(budget_seconds: float, first: float = 0.05, per_decade: int
     if per_decade:
         if int(per_decade) < 1:
             raise ValueError(f"checkpoint.per_decade must be >= 1 or null, got {per_decade}")
-        if first < budget_seconds:
-            n = int(math.floor(per_decade * math.log10(budget_seconds / first))) + 1
+        if first < limit:
+            n = int(math.floor(per_decade * math.log10(limit / first))) + 1
+            if n > MAX_CHECKPOINTS:
+                raise ValueError(f"checkpoint.per_decade gives {n} checkpoints, more than "
+                                 f"{MAX_CHECKPOINTS}")
             times.append(first * 10.0 ** (np.arange(n) / per_decade))
     if every is not None:
         if not every > 0:
             raise ValueError(f"checkpoint.every must be > 0, got {every}")
-        times.append(np.arange(1, math.ceil(budget_seconds / every) + 1) * every)
+        n = math.ceil(limit / every)
+        if n > MAX_CHECKPOINTS:
+            raise ValueError(f"checkpoint.every={every} gives {n:.3g} checkpoints in a budget "
+                             f"of {limit:g} {unit}, more than {MAX_CHECKPOINTS}")
+        times.append(np.arange(1, n + 1) * every)
     if not times:
         return np.empty(0)
-    t = np.unique(np.concatenate(times))
-    return t[t < budget_seconds]
+    t = np.concatenate(times)
+    if unit != "seconds":
+        t = np.ceil(t)
+    t = np.unique(t)
+    return t[t < limit]
 
 
 class _Progress:
@@ -154,21 +197,30 @@ class _Progress:
 
 
 class Runner:
-    """Run one sampler on one target under a budget, writing its run folder."""
+    """Run one sampler on one target under a budget, writing its run folder.
 
-    def __init__(self, sampler, target, metrics: dict, budget: Budget, out_dir, rng,
+    ``folder`` is a claimed :class:`ckam_bench.rundir.RunFolder` (the CLI claims it); a plain
+    path is claimed here for the config hash in ``status_extra`` (used by tests and scripts).
+    ``checkpoint_unit`` is one of :data:`UNITS`; ``checkpoints`` are positions in that unit.
+    """
+
+    def __init__(self, sampler, target, metrics: dict, budget: Budget, folder, rng,
                  labels: dict, x0=None, checkpoints: np.ndarray | None = None,
                  progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
                  diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
-                 max_overhead: float | None = 0.03, status_extra: dict | None = None):
+                 max_overhead: float | None = 0.03, status_extra: dict | None = None,
+                 checkpoint_unit: str = "seconds"):
         self.sampler = sampler
         self.target = target
         self.metrics = metrics
         self.budget = budget
-        self.out = Path(out_dir)
+        self.folder = folder
         self.rng = rng
         self.labels = dict(labels)
         self.x0 = x0
+        if checkpoint_unit not in UNITS:
+            raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {checkpoint_unit!r}")
+        self.unit = checkpoint_unit
         self.checkpoints = checkpoint_times(budget.seconds) if checkpoints is None else checkpoints
         self.progress = progress
         self.block_seconds = float(block_seconds)
@@ -181,8 +233,9 @@ class Runner:
         phases = tuple(sampler.phases)
         self.phases = phases
         self.rows: list[dict] = []
-        # running totals
-        self.clock = 0.0
+        # running totals: the sampler clock in wall and CPU seconds; ``clock`` is the budget's
+        self.clock_wall = 0.0
+        self.clock_cpu = 0.0
         self.iterations = 0
         self.n_collected = 0
         self.n_nonfinite = 0
@@ -197,7 +250,15 @@ class Runner:
         self.wall_offset = 0.0
         self.warmup_seconds = 0.0
         self.next_ck = 0
-        self.lock = None
+
+    @property
+    def clock(self) -> float:
+        """Sampler seconds on the budget's clock."""
+        return self.clock_cpu if self.budget.clock == "cpu" else self.clock_wall
+
+    def _position(self, unit: str) -> float:
+        return {"seconds": self.clock, "iterations": self.iterations,
+                "density": self.target.n_density, "grad": self.target.n_grad}[unit]
 
     # ------------------------------------------------------------------ bookkeeping
     def _record_block(self, block) -> None:
@@ -240,8 +301,10 @@ class Runner:
             "seed": int(self.labels["seed"]),
             "checkpoint": len(self.rows),
             "sampler_seconds": self.clock,
+            "sampler_wall_seconds": self.clock_wall,
+            "sampler_cpu_seconds": self.clock_cpu,
             "wall_seconds": wall,
-            "eval_seconds": wall - self.clock - self.warmup_seconds,
+            "eval_seconds": wall - self.clock_wall - self.warmup_seconds,
             "iterations": self.iterations,
             "n_collected": self.n_collected,
             "n_density": self.target.n_density,
@@ -262,9 +325,11 @@ class Runner:
         if "ess_min" in row:
             row["ess_per_second"] = _ratio(row["ess_min"], self.clock)
             row["ess_per_density"] = _ratio(row["ess_min"], self.target.n_density)
+            row["ess_per_grad"] = _ratio(row["ess_min"], self.target.n_grad)
         return row
 
     def _status(self, state: str, reason: str, wall: float) -> dict:
+        cpu_share = _ratio(self.clock_cpu, self.clock_wall)
         return {
             "state": state,
             "reason": reason,
@@ -273,11 +338,15 @@ class Runner:
             "dim": self.target.dim,
             "started": self.started,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "budget": {"seconds": self.budget.seconds,
+            "budget": {"seconds": self.budget.seconds, "clock": self.budget.clock,
                        "max_iterations": self.budget.max_iterations,
+                       "max_density": self.budget.max_density, "max_grad": self.budget.max_grad,
                        "wall_seconds": self.budget.wall_cap},
+            "checkpoint_unit": self.unit,
             "totals": {
                 "sampler_seconds": self.clock,
+                "sampler_wall_seconds": self.clock_wall,
+                "sampler_cpu_seconds": self.clock_cpu,
                 "wall_seconds": wall,
                 "warmup_seconds": self.warmup_seconds,
                 "iterations": self.iterations,
@@ -287,6 +356,10 @@ class Runner:
                 "n_nonfinite": self.n_nonfinite,
                 "checkpoints": len(self.rows),
             },
+            # the sampler thread got less than 80 % of a core while its clock ran: another
+            # process competed for the CPU, and wall-clock rates understate the sampler
+            "contended": bool(self.clock_wall > 0.5 and cpu_share < 0.8),
+            "cpu_share": cpu_share,
             **self.status_extra,
         }
 
@@ -294,21 +367,20 @@ class Runner:
                     stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
         self.latest = self._row(wall)
-        self.rows.append(self.latest)
-        if stores:  # before the trace: once a trace exists, so do the stores
+        if state not in ("interrupted", "failed"):
+            # a run that stops early keeps its rows on the schedule (its status and resume
+            # state hold where it stopped), so a resumed trace equals an uninterrupted one
+            self.rows.append(self.latest)
+        samples = diagnostics = None
+        if stores:  # written before the trace: once a trace exists, so do the stores
             samples = {"index": self.samples.indices}
             data = self.samples.data
             samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
-            store.write_columns(samples, self.out / store.SAMPLES)
-            store.write_columns(self._diagnostics_columns(), self.out / store.DIAGNOSTICS)
-        store.write_rows(self.rows, self.out / store.TRACE)
-        store.write_json(self._status(state, reason, wall), self.out / store.STATUS)
-        if state == "complete":
-            (self.out / store.RESUME).unlink(missing_ok=True)
-        elif stores and self.chain is not None:
-            store.write_resume(*self._snapshot(wall), self.out / store.RESUME)
-        if self.lock is not None:
-            self.lock.heartbeat()
+            diagnostics = self._diagnostics_columns()
+        resume = self._snapshot(wall) if self.chain is not None else None
+        self.folder.write_checkpoint(samples=samples, diagnostics=diagnostics, rows=self.rows,
+                                     status=self._status(state, reason, wall), resume=resume,
+                                     complete=state == "complete")
 
     def _diagnostics_columns(self) -> dict:
         import pyarrow as pa
@@ -344,7 +416,8 @@ class Runner:
         meta = {
             "rng": self.rng.bit_generator.state,
             "target_rng": None if self.target.rng is None else self.target.rng.bit_generator.state,
-            "clock": self.clock, "wall": wall, "started": self.started,
+            "clock": self.clock_wall, "clock_cpu": self.clock_cpu,
+            "wall": wall, "started": self.started,
             "warmup": self.warmup_seconds,
             "iterations": self.iterations, "n_collected": self.n_collected,
             "n_nonfinite": self.n_nonfinite, "n_jitter": self.n_jitter,
@@ -372,7 +445,8 @@ class Runner:
         self.rng.bit_generator.state = meta["rng"]
         if meta.get("target_rng") is not None:
             self.target.rng.bit_generator.state = meta["target_rng"]
-        self.clock, self.wall_offset, self.started = meta["clock"], meta["wall"], meta["started"]
+        self.clock_wall, self.clock_cpu = float(meta["clock"]), float(meta["clock_cpu"])
+        self.wall_offset, self.started = meta["wall"], meta["started"]
         self.warmup_seconds += float(meta["warmup"])
         for key in ("iterations", "n_collected", "n_nonfinite", "n_jitter", "next_ck"):
             setattr(self, key, int(meta[key]))
@@ -382,14 +456,25 @@ class Runner:
         self.latest = self.rows[-1] if self.rows else {}
 
     # ------------------------------------------------------------------ main loop
-    def run(self, resume: tuple[dict, dict] | None = None, lock=None) -> dict:
-        """Run to the end of the budget; returns the final status dictionary.
+    def run(self) -> dict:
+        """Run to the end of the budget (continuing the folder's verified resume state when
+        it has one); returns the final status dictionary."""
+        from ckam_bench import rundir
 
-        ``resume`` is ``store.read_resume(...)`` of an interrupted run of the same config;
-        ``lock`` a held :class:`ckam_bench.store.RunLock` whose heartbeat checkpoints refresh.
-        """
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.lock = lock
+        if not isinstance(self.folder, rundir.RunFolder):  # a plain path: claim it here
+            self.folder = rundir.RunFolder.claim(self.folder,
+                                                 self.status_extra.get("config_hash", "unhashed"))
+            owned = True
+        else:
+            owned = False
+        try:
+            return self._run()
+        finally:
+            if owned:
+                self.folder.release()
+
+    def _run(self) -> dict:
+        resume = self.folder.resume
         wall_start = time.perf_counter()
         bar = _Progress(self.progress, self.budget.seconds,
                         f"{self.labels['sampler']} on {self.labels['target']}")
@@ -407,54 +492,89 @@ class Runner:
         bar.close()
         return self._status(state, reason, self.wall_offset + time.perf_counter() - wall_start)
 
+    def _stop_reason(self) -> str | None:
+        b = self.budget
+        if b.max_iterations is not None and self.iterations >= b.max_iterations:
+            return "max_iterations"
+        if b.max_density is not None and self.target.n_density >= b.max_density:
+            return "max_density"
+        if b.max_grad is not None and self.target.n_grad >= b.max_grad:
+            return "max_grad"
+        if self.clock >= b.seconds:
+            return "budget"
+        return None
+
     def _loop(self, resume, stop: StopRequest, bar: _Progress, wall_start: float):
         """Advance block by block until a stop condition; returns (state, reason)."""
         t0 = time.perf_counter()
         self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
         self.warmup_seconds += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         self.chain = self.sampler.init(self.target, self.x0, self.rng)
-        self.clock += time.perf_counter() - t0
+        self.clock_wall += time.perf_counter() - t0
+        self.clock_cpu += time.thread_time() - c0
         if resume is not None:
-            self._restore(*resume)
-        store.write_json(self._status("running", "", self.wall_offset), self.out / store.STATUS)
+            self._restore(resume.arrays, resume.meta)
+        self.folder.write_status(self._status("running", "", self.wall_offset))
         n, rate = 16, None
-        max_it = self.budget.max_iterations
+        cost = {"density": 1.0, "grad": 1.0}  # evaluations per iteration, latest block
         cks = self.checkpoints
         while True:
-            if max_it is not None:
-                if self.iterations >= max_it:
-                    return "complete", "max_iterations"
-                n = min(n, max_it - self.iterations)
-            if self.clock >= self.budget.seconds:
-                return "complete", "budget"
-            t0 = time.perf_counter()
+            reason = self._stop_reason()
+            if reason is not None:
+                return "complete", reason
+            n = min(n, self._iterations_until_limits(cost))
+            before = (self.target.n_density, self.target.n_grad)
+            t0, c0 = time.perf_counter(), time.thread_time()
             self.chain, block = self.sampler.advance(self.chain, n)
             dt = time.perf_counter() - t0
-            self.clock += dt
+            self.clock_wall += dt
+            self.clock_cpu += time.thread_time() - c0
             self._record_block(block)
+            if block.n:
+                cost = {"density": (self.target.n_density - before[0]) / block.n,
+                        "grad": (self.target.n_grad - before[1]) / block.n}
             if stop.requested:
                 return "interrupted", "interrupted"
             if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
                 return "complete", "wall_seconds"
-            if self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock
+            position = self._position(self.unit)
+            if self.next_ck < len(cks) and position >= cks[self.next_ck]:
+                while self.next_ck < len(cks) and position >= cks[self.next_ck]:
+                    self.next_ck += 1  # before the snapshot: a resume never repeats this row
+                outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock_wall
                            - self.warmup_seconds)
-                heavy = (self.max_overhead is None or outside <= self.max_overhead * self.clock
+                heavy = (self.max_overhead is None or outside <= self.max_overhead * self.clock_wall
                          or not self.rows)  # the first checkpoint writes every file
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
-                while self.next_ck < len(cks) and self.clock >= cks[self.next_ck]:
-                    self.next_ck += 1
             # next block: ~block_seconds long, not far past the next checkpoint or the end; sized
             # on the slower of the latest and the smoothed rate, since a sampler's phases can
             # differ in speed by orders of magnitude (cKAM: exploration vs sampling)
-            latest = n / max(dt, 1e-7)
+            latest = block.n / max(dt, 1e-7)
             rate = latest if rate is None else min(latest, 0.5 * rate + 0.5 * latest)
             horizon = self.budget.seconds - self.clock
-            if self.next_ck < len(cks):
+            if self.unit == "seconds" and self.next_ck < len(cks):
                 horizon = min(horizon, cks[self.next_ck] - self.clock)
-            n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * n)))
+            n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * max(n, 1))))
+
+    def _iterations_until_limits(self, cost: dict) -> int:
+        """The most iterations the next block may run without passing the next checkpoint or
+        a budget in a counted unit (iterations exactly; evaluations at the latest cost)."""
+        limits = {"iterations": self.budget.max_iterations, "density": self.budget.max_density,
+                  "grad": self.budget.max_grad}
+        if self.unit != "seconds" and self.next_ck < len(self.checkpoints):
+            mark = self.checkpoints[self.next_ck]
+            limits[self.unit] = mark if limits[self.unit] is None else min(limits[self.unit], mark)
+        n = 1 << 62
+        for unit, limit in limits.items():
+            if limit is None:
+                continue
+            left = limit - self._position(unit)
+            per = 1.0 if unit == "iterations" else cost[unit]
+            if per > 0:
+                n = min(n, max(1, math.ceil(left / per)))
+        return n
 
     def _postfix(self) -> dict:
         post = {"it/s": f"{_ratio(self.iterations, self.clock):.3g}",

@@ -26,15 +26,34 @@ import types
 import typing
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 
 class ConfigError(ValueError):
     """The composed configuration cannot be run; the message names the key."""
 
 
+# Limits on values that size memory, files or counters: checked before anything is built.
+MAX_SEED = 2**63 - 1  # seeds are stored as int64 in the trace
+MAX_ROWS = 10_000_000  # rows of a bounded store (samples, diagnostics)
+MAX_COUNT = 2**62  # iteration and evaluation caps
+MAX_SECONDS = 1.0e8  # about three years: budgets, caps, checkpoint spacing
+
+
+def resolved(cfg: DictConfig) -> dict:
+    """The config as plain containers, every interpolation resolved; a resolver that fails
+    (unknown resolver, missing environment variable, …) is a ConfigError naming the key."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "config"
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{key}: cannot resolve the value: {reason}") from None
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first problem found in ``cfg``."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain = resolved(cfg)
     plain.pop("hydra", None)
     _check_finite(plain, "")
     for key in ("target", "sampler", "metrics"):
@@ -119,46 +138,59 @@ def _check_types(node, path: str) -> None:
             raise ConfigError(f"{path}.{k}: expected {want}, got {v!r}")
 
 
-def _positive_number(plain: dict, key: str, allow_none: bool = False) -> None:
+def _get(plain: dict, key: str):
     node = plain
-    parts = key.split(".")
-    for p in parts:
+    for p in key.split("."):
         node = node.get(p) if isinstance(node, dict) else None
+    return node
+
+
+def _positive_number(plain: dict, key: str, allow_none: bool = False,
+                     limit: float | None = None) -> None:
+    node = _get(plain, key)
     if node is None and allow_none:
         return
     if not (isinstance(node, numbers.Real) and not isinstance(node, bool) and node > 0):
         raise ConfigError(f"{key}: must be a number > 0, got {node!r}")
+    if limit is not None and node > limit:
+        raise ConfigError(f"{key}: must be at most {limit:g}, got {node!r}")
 
 
-def _positive_int(plain: dict, key: str, allow_none: bool = False) -> None:
-    node = plain
-    for p in key.split("."):
-        node = node.get(p) if isinstance(node, dict) else None
+def _positive_int(plain: dict, key: str, allow_none: bool = False,
+                  limit: int | None = None) -> None:
+    node = _get(plain, key)
     if node is None and allow_none:
         return
     if not (isinstance(node, int) and not isinstance(node, bool) and node >= 1):
         raise ConfigError(f"{key}: must be an integer >= 1, got {node!r}")
+    if limit is not None and node > limit:
+        raise ConfigError(f"{key}: must be at most {limit:,}, got {node:,}")
 
 
 def _check_run_keys(plain: dict) -> None:
     seed = plain.get("seed")
     if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
         raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
+    if seed > MAX_SEED:
+        raise ConfigError(f"seed: must be at most 2**63 - 1, got {seed}")
     start = plain.get("start")
     if start is not None and not (
         isinstance(start, list) and all(isinstance(v, numbers.Real) for v in start)
     ):
         raise ConfigError(f"start: must be null or a list of numbers, got {start!r}")
-    _positive_number(plain, "budget.seconds")
-    _positive_int(plain, "budget.max_iterations", allow_none=True)
-    _positive_number(plain, "budget.wall_seconds", allow_none=True)
-    _positive_number(plain, "checkpoint.first")
-    _positive_int(plain, "checkpoint.per_decade", allow_none=True)
-    _positive_number(plain, "checkpoint.every", allow_none=True)
+    _positive_number(plain, "budget.seconds", limit=MAX_SECONDS)
+    for key in ("max_iterations", "max_density", "max_grad"):
+        _positive_int(plain, f"budget.{key}", allow_none=True, limit=MAX_COUNT)
+    _positive_number(plain, "budget.wall_seconds", allow_none=True, limit=MAX_SECONDS)
+    if _get(plain, "budget.clock") not in ("wall", "cpu"):
+        raise ConfigError(f"budget.clock: must be wall or cpu, got {_get(plain, 'budget.clock')!r}")
+    _positive_number(plain, "checkpoint.first", limit=MAX_COUNT)
+    _positive_int(plain, "checkpoint.per_decade", allow_none=True, limit=1000)
+    _positive_number(plain, "checkpoint.every", allow_none=True, limit=MAX_COUNT)
     _positive_number(plain, "checkpoint.max_overhead", allow_none=True)
-    _positive_number(plain, "block_seconds")
+    _positive_number(plain, "block_seconds", limit=3600)
     for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
-        _positive_int(plain, f"metrics.{key}")
+        _positive_int(plain, f"metrics.{key}", limit=MAX_ROWS)
     if plain.get("progress") not in ("auto", True, False):
         raise ConfigError(f"progress: must be auto, true or false, got {plain.get('progress')!r}")
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from ckam_bench import store
+from ckam_bench import rundir, store
 from ckam_bench.report import aggregate as agg
 from ckam_bench.report import figures, tables
 from ckam_bench.report.cli import main as figures_main
@@ -84,24 +84,24 @@ def make_run(root, target="bimodal", sampler="rw", kernel=None, seed=0, state="c
         "kl": kl_scale * (1 + seed) / np.sqrt(times), "ess_min": 50 * times,
         "ess_median": 60 * times, "ess_per_second": 50.0,
     })
-    store.write_parquet(trace, path / store.TRACE)
+    rundir.write_parquet(trace, path / store.TRACE)
     rng = np.random.default_rng(seed)
     x = tgt.sample(n_samples, rng)
     samples = pd.DataFrame(x, columns=[f"x{j}" for j in range(tgt.dim)])
     samples.insert(0, "index", np.arange(n_samples))
-    store.write_parquet(samples, path / store.SAMPLES)
+    rundir.write_parquet(samples, path / store.SAMPLES)
     it = np.arange(n_diag)
     step = 3.0 * (0.5 * (np.cos(np.pi * (it % 1000) / 1000) + 1)) if sampler == "ckam" else \
         np.full(n_diag, 2.0)
     diag = pd.DataFrame({"iteration": it, "phase": np.zeros(n_diag, np.int8),
                          "phase_name": "sampling", "accepted": it % 3 == 0,
                          "accept_prob": 0.3, "step_size": step, "noise": np.nan})
-    store.write_parquet(diag, path / store.DIAGNOSTICS)
+    rundir.write_parquet(diag, path / store.DIAGNOSTICS)
     status = {"state": state, "reason": "budget", "run_id": run_id, "target": target,
               "sampler": sampler, "kernel": kernel, "seed": seed, "phases": ["sampling"],
               "dim": tgt.dim, "budget": {"seconds": budget},
               "totals": {"sampler_seconds": budget, "iterations": int(1000 * budget)}}
-    store.write_json(status, path / store.STATUS)
+    rundir.write_json(status, path / store.STATUS)
     return path
 
 

@@ -1,0 +1,431 @@
+"""Run folders: the one module that creates, replaces, sets aside or removes anything on disk.
+
+Every write and every removal the harness makes in a run folder goes through this file, so
+what ckam-bench may do to a user's disk can be audited here:
+
+* **Claiming.** A folder belongs to a run only through its marker ``.ckam-run.json``, written
+  (atomically) when the harness first claims an empty or new folder; it holds the config hash
+  of the run. A folder with files but no marker, a damaged marker, or a marker of another
+  config hash is refused (:class:`FolderRefused`, exit 2) *before anything is written*: nothing
+  in it is touched, not even Hydra's ``.hydra/`` snapshot, which is written here, once the
+  folder is known to be this run's (:meth:`RunFolder.claim`).
+* **Locking.** While a process runs in a folder it holds an exclusive ``flock`` on ``.lock``
+  (:class:`FolderLock`): the kernel (or the network file system's lock manager) takes it
+  and releases it when the process dies, so a lock is never held twice, a dead process never
+  blocks a folder, and a reused pid means nothing. The claim is re-checked under the lock.
+* **Writing.** Each file is written under a temporary name in the same folder, flushed and
+  renamed over the old version (:func:`atomic_write`), so a run killed at any moment leaves
+  every file in its previous or its new complete version. Parquet files carry the config hash
+  in their metadata; the resume state carries it in its JSON header.
+* **Resume state.** The newest checkpoint's state is ``resume.npz``; the one before it stays
+  as ``resume.prev.npz``. On a re-run both are verified (readable, complete, CRC, this config's
+  hash) before anything is written: a state of another config is refused; a damaged or
+  incomplete one is *set aside* (renamed ``<name>.damaged-<time>``, never deleted) with one
+  line saying so, and the run resumes from the newest intact state. A trace whose rows go
+  beyond that state is set aside the same way before it is rewritten, so trace rows already
+  written are never lost. With no intact state the run starts afresh, its old files set aside.
+* **Removing.** The harness deletes only (a) its own leftover temporary files of this run's
+  folder (``.<file>.<random>.tmp``, from a write that was killed), (b) the resume state of
+  this run once the run is complete, and (c) after a configuration error, the *empty* folders
+  that Hydra created for this invocation (``os.rmdir``, which cannot remove anything that
+  holds a file). Nothing else is ever deleted.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ckam_bench import store
+
+MARKER = ".ckam-run.json"
+LOCK = ".lock"
+RESUME_PREV = "resume.prev.npz"
+HASH_KEY = b"ckam_bench.config_hash"
+FORMAT = 1
+
+# Files of a run folder the harness writes (and so may replace, set aside or clean up).
+OWN_FILES = (MARKER, LOCK, store.TRACE, store.SAMPLES, store.DIAGNOSTICS, store.STATUS,
+             store.RESUME, RESUME_PREV)
+_TMP = re.compile(r"^\.(%s)\.[A-Za-z0-9_]+\.tmp$" % "|".join(re.escape(n) for n in OWN_FILES))
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class FolderRefused(Exception):
+    """The folder holds something that is not this run's: it is left untouched (exit 2)."""
+
+
+class FolderBusy(RuntimeError):
+    """Another live process holds the run folder."""
+
+
+# ---------------------------------------------------------------------------- atomic writes
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(tmp_path)`` then atomically move the temporary file onto ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from collaborators
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _schema_metadata(digest: str | None) -> dict | None:
+    return None if digest is None else {HASH_KEY: digest.encode()}
+
+
+def write_parquet(df, path: Path, digest: str | None = None) -> None:
+    """Atomically write a pandas DataFrame as parquet, the config hash in its metadata."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    write_table(table, path, digest)
+
+
+def write_table(table, path: Path, digest: str | None = None) -> None:
+    """Atomically write a pyarrow Table, the config hash in its schema metadata."""
+    import pyarrow.parquet as pq
+
+    meta = _schema_metadata(digest)
+    if meta:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def write_rows(rows: list[dict], path: Path, digest: str | None = None) -> None:
+    """Atomically write a list of flat dicts (one per checkpoint) as a parquet table."""
+    import pyarrow as pa
+
+    write_table(pa.Table.from_pylist(rows), path, digest)
+
+
+def write_columns(columns: dict, path: Path, digest: str | None = None) -> None:
+    """Atomically write numpy columns to parquet with pyarrow (no pandas round trip)."""
+    import pyarrow as pa
+
+    write_table(pa.table({name: pa.array(col) for name, col in columns.items()}), path, digest)
+
+
+def write_json(obj: dict, path: Path) -> None:
+    """Atomically write ``obj`` to ``path`` as indented JSON."""
+
+    def write(tmp):
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=2, default=store.json_default)
+            fh.write("\n")
+
+    atomic_write(path, write)
+
+
+def write_resume(arrays: dict[str, np.ndarray], meta: dict, path: Path) -> None:
+    """Atomically store arrays plus a JSON document (no pickle) in one ``.npz`` file."""
+    payload = {k: np.asarray(v) for k, v in arrays.items()}
+    payload["__meta__"] = np.array(json.dumps(meta, default=store.json_default))
+
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **payload)
+
+    atomic_write(path, write)
+
+
+def parquet_hash(path: Path) -> str | None:
+    """The config hash stored in a parquet file's metadata (None when it has none)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    value = meta.get(HASH_KEY)
+    return value.decode() if value is not None else None
+
+
+# ---------------------------------------------------------------------------- the lock
+class FolderLock:
+    """An exclusive ``flock`` on ``<folder>/.lock`` held for the life of a run.
+
+    The lock file is empty and never rewritten or removed (removing it would let a late
+    opener lock a file nobody else sees); the lock itself is the kernel's (or the network file
+    system's), released automatically when the holder exits or dies, so there is no staleness
+    to guess, no pid to trust, and no window in which two processes both hold it.
+    """
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / LOCK
+        self.fd: int | None = None
+
+    def acquire(self) -> "FolderLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_UMASK)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise FolderBusy(f"{self.path.parent} is in use by another process") from None
+            raise
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+
+# ---------------------------------------------------------------------------- claiming
+@dataclass
+class Resume:
+    """A verified resume state: ``arrays, meta`` as :func:`store.read_resume` returns them."""
+
+    arrays: dict
+    meta: dict
+    source: str
+
+    @property
+    def checkpoint(self) -> int:
+        return len(self.meta["rows"]) - 1
+
+
+@dataclass
+class RunFolder:
+    """A run folder claimed for one config (see the module docstring)."""
+
+    path: Path
+    digest: str
+    state: str = "fresh"  # fresh | complete | resume
+    resume: Resume | None = None
+    notes: list[str] = field(default_factory=list)
+    lock: FolderLock | None = None
+
+    # ---------------------------------------------------------------- claim
+    @classmethod
+    def claim(cls, path, digest: str, snapshot: dict | None = None) -> "RunFolder":
+        """Claim ``path`` for the run of config hash ``digest``.
+
+        Refuses (:class:`FolderRefused`) a folder that is not this run's, before writing
+        anything; raises :class:`FolderBusy` when a live process holds it. Returns the folder
+        locked, its state decided: ``fresh`` (marker and ``snapshot`` — ``{relative path:
+        text}``, e.g. the ``.hydra/`` config files — written now), ``complete`` (nothing to
+        do) or ``resume`` (``self.resume`` verified; damaged files set aside).
+        """
+        folder = cls(Path(path), digest)
+        folder._inspect()  # read-only: refuse before creating anything
+        folder.path.mkdir(parents=True, exist_ok=True)
+        folder.lock = FolderLock(folder.path).acquire()
+        try:
+            fresh = folder._inspect()  # again, under the lock
+            folder._remove_own_temporaries()
+            if fresh:
+                write_json({"format": FORMAT, "config_hash": digest,
+                            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                            "host": socket.gethostname(), "pid": os.getpid()},
+                           folder.path / MARKER)
+                for rel, text in (snapshot or {}).items():
+                    target = folder.path / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write(target, lambda tmp, t=text: Path(tmp).write_text(t))
+            else:
+                folder._decide()
+        except BaseException:
+            folder.release()
+            raise
+        return folder
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def _inspect(self) -> bool:
+        """True for a new or empty folder (only our own lock/temporary files); None-raising
+        otherwise unless the marker says this run. Never writes."""
+        p = self.path
+        if not p.exists():
+            return True
+        if not p.is_dir():
+            raise FolderRefused(f"hydra.run.dir: {p} is a file, not a folder")
+        entries = [e.name for e in os.scandir(p)]
+        if MARKER not in entries:
+            if all(name == LOCK or _TMP.match(name) for name in entries):
+                return True
+            shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
+            raise FolderRefused(
+                f"hydra.run.dir: {p} holds files that are not a ckam-bench run ({shown}); "
+                "nothing was changed: choose an empty or new folder")
+        try:
+            marker = json.loads((p / MARKER).read_text())
+            theirs = marker["config_hash"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise FolderRefused(f"hydra.run.dir: the run marker {p / MARKER} is damaged, so the "
+                                "folder cannot be identified; nothing was changed: choose "
+                                "another folder") from None
+        if theirs != self.digest:
+            raise FolderRefused(
+                f"hydra.run.dir: {p} holds a run of a different configuration; nothing was "
+                "changed: choose another folder to start a new run")
+        return False
+
+    # ---------------------------------------------------------------- an owned folder
+    def _remove_own_temporaries(self) -> None:
+        for entry in os.scandir(self.path):
+            if _TMP.match(entry.name) and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+
+    def _decide(self) -> None:
+        status = self._read_status()
+        if status.get("state") == "complete" and status.get("config_hash") == self.digest \
+                and self._trace_rows() is not None:
+            self.state = "complete"
+            return
+        resume = self._newest_intact_resume()
+        rows = self._trace_rows()
+        if resume is None:
+            if rows is not None or (self.path / store.TRACE).exists():
+                self._set_aside(store.TRACE, store.SAMPLES, store.DIAGNOSTICS, store.STATUS,
+                                why="no intact resume state: the run starts afresh")
+            self.state = "fresh"
+            return
+        state_rows = resume.meta["rows"]
+        if rows is None:
+            if (self.path / store.TRACE).exists():
+                self._set_aside(store.TRACE, why="unreadable or of another config")
+        elif len(rows) > len(state_rows) or any(
+                a.get("checkpoint") != b.get("checkpoint") or a.get("iterations") != b.get("iterations")
+                for a, b in zip(rows, state_rows)):
+            # rows the resume state does not hold would be overwritten: keep them aside
+            self._set_aside(store.TRACE, why=f"it has {len(rows)} rows, the newest intact "
+                                             f"resume state {len(state_rows)}")
+        for name in (store.SAMPLES, store.DIAGNOSTICS):
+            if (self.path / name).exists() and not self._parquet_ok(name):
+                self._set_aside(name, why="unreadable or of another config")
+        self.state, self.resume = "resume", resume
+
+    def _read_status(self) -> dict:
+        try:
+            status = json.loads((self.path / store.STATUS).read_text())
+            return status if isinstance(status, dict) else {}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            self._set_aside(store.STATUS, why="unreadable")
+            return {}
+
+    def _parquet_ok(self, name: str) -> bool:
+        import pyarrow.parquet as pq
+
+        try:
+            if parquet_hash(self.path / name) != self.digest:
+                return False
+            pq.read_table(self.path / name)
+            return True
+        except Exception:  # any damage: the file is set aside, never trusted
+            return False
+
+    def _trace_rows(self) -> list[dict] | None:
+        import pyarrow.parquet as pq
+
+        if not (self.path / store.TRACE).exists() or not self._parquet_ok(store.TRACE):
+            return None
+        return pq.read_table(self.path / store.TRACE).to_pylist()
+
+    def _newest_intact_resume(self) -> Resume | None:
+        """The newest verified resume state; damaged ones set aside, foreign ones refused."""
+        found = []
+        for name in (store.RESUME, RESUME_PREV):
+            if not (self.path / name).exists():
+                continue
+            try:
+                arrays, meta = store.read_resume(self.path / name)
+                rows, theirs = meta["rows"], meta["config_hash"]
+                missing = [k for k in store.RESUME_KEYS if k not in meta]
+                if missing or not rows:
+                    raise KeyError(", ".join(missing) or "rows")
+            except Exception as exc:  # truncated, bad CRC, missing keys: never trusted
+                self._set_aside(name, why=f"damaged or incomplete ({type(exc).__name__}: {exc})")
+                continue
+            if theirs != self.digest:
+                raise FolderRefused(
+                    f"hydra.run.dir: {self.path / name} belongs to another configuration; "
+                    "nothing was changed: choose another folder")
+            found.append(Resume(arrays, meta, name))
+        return max(found, key=lambda r: r.checkpoint) if found else None
+
+    def _set_aside(self, *names: str, why: str) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for name in names:
+            src = self.path / name
+            if not src.exists():
+                continue
+            dst, k = self.path / f"{name}.damaged-{stamp}", 1
+            while dst.exists():
+                k += 1
+                dst = self.path / f"{name}.damaged-{stamp}-{k}"
+            os.rename(src, dst)
+            self.notes.append(f"set aside {src.name} as {dst.name}: {why}")
+
+    # ---------------------------------------------------------------- writes of the run
+    def write_checkpoint(self, *, samples: dict | None, diagnostics: dict | None,
+                         rows: list[dict], status: dict, resume: tuple[dict, dict] | None,
+                         complete: bool) -> None:
+        """Write one checkpoint: the stores (when given), then the resume state (rotated: the
+        previous one kept as ``resume.prev.npz``), then the trace and the status — so a trace
+        never exists without its stores and is never ahead of the resume state. When the run
+        is complete, the resume states are removed after the final trace is written."""
+        p, d = self.path, self.digest
+        if samples is not None:
+            write_columns(samples, p / store.SAMPLES, d)
+        if diagnostics is not None:
+            write_columns(diagnostics, p / store.DIAGNOSTICS, d)
+        if resume is not None and not complete:
+            arrays, meta = resume
+            if (p / store.RESUME).exists():
+                os.replace(p / store.RESUME, p / RESUME_PREV)
+            write_resume(arrays, {**meta, "config_hash": d}, p / store.RESUME)
+        write_rows(rows, p / store.TRACE, d)
+        write_json(status, p / store.STATUS)
+        if complete:
+            for name in (store.RESUME, RESUME_PREV):
+                (p / name).unlink(missing_ok=True)
+
+    def write_status(self, status: dict) -> None:
+        write_json(status, self.path / store.STATUS)
+
+
+# ---------------------------------------------------------------------------- config errors
+def missing_ancestors(path) -> list[Path]:
+    """The folders of ``path`` (itself included) that do not exist yet, deepest first: the
+    only folders the clean-up after a configuration error may remove (when still empty)."""
+    path = Path(os.path.abspath(path))
+    out = []
+    while not path.exists() and path.parent != path:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def remove_empty(folders) -> None:
+    """``os.rmdir`` each folder in order (deepest first); a folder holding anything stays."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
