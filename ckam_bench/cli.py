@@ -231,6 +231,34 @@ class OutputFolderCheck(Callback):
             sys.exit(1)
 
 
+def _uses_kernel(sampler_node) -> bool:
+    """Whether a sampler's (unresolved) config refers to the root ``kernel`` block."""
+    text = OmegaConf.to_yaml(sampler_node, resolve=False) if sampler_node is not None else ""
+    return "${kernel}" in text
+
+
+def _check_unused_choices(runner: Runner, hc) -> None:
+    """A kernel chosen on the command line for a sampler that has none is an error, not a
+    setting silently ignored."""
+    chosen = [o.split("=", 1)[0].lstrip("+~") for o in hc.overrides.task]
+    if "kernel" in chosen and getattr(runner.sampler, "kernel", None) is None:
+        raise ConfigError(f"kernel: sampler {hc.runtime.choices.get('sampler')} uses no kernel; "
+                          "drop the kernel=... override")
+
+
+def print_job_config(overrides: list[str]) -> None:
+    """``ckam-bench --cfg job …``: the composed run config with only the blocks the run uses
+    (no kernel block for a sampler without a kernel)."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    if not _uses_kernel(cfg.get("sampler")):
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "kernel"])
+    print(OmegaConf.to_yaml(cfg), end="")
+
+
 def _refusal_notes(sweep_dir: Path, token: str) -> Path:
     return Path(sweep_dir) / f".ckam-refused-{token}.jsonl"
 
@@ -281,6 +309,7 @@ def _app(cfg: DictConfig) -> None:
     try:
         check_config(cfg)  # before the labels read any value
         runner = build(cfg, _labels(cfg), out_dir)
+        _check_unused_choices(runner, hc)
         folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
     except ConfigError as exc:
         _undo_created(out_dir, multirun)
@@ -318,6 +347,17 @@ def main() -> None:
     """Console entry point. Hydra's own composition errors (an unknown group option or key)
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
+    argv = sys.argv[1:]
+    for flag in ("--cfg", "-c"):
+        if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:
+            i = argv.index(flag)
+            rest = [a for a in argv[:i] + argv[i + 2:] if not a.startswith("-")]
+            try:
+                print_job_config(rest)
+            except Exception as exc:  # Hydra's own message for a bad override
+                print(f"ckam-bench: invalid configuration: {exc}".splitlines()[0], file=sys.stderr)
+                sys.exit(2)
+            return
     try:
         _app()
     except SystemExit as exc:

@@ -82,3 +82,19 @@ def test_runs_from_any_directory(tmp_path):
     proc = ckam_bench("sampler=rw", "budget.seconds=0.2", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert Path(out, store.TRACE).exists()
+
+
+def test_cfg_job_shows_only_the_blocks_the_run_uses(tmp_path):
+    rw = ckam_bench("--cfg", "job", "sampler=rw", cwd=tmp_path)
+    kam = ckam_bench("--cfg", "job", "sampler=kam", "kernel=gaussian", cwd=tmp_path)
+    assert rw.returncode == 0 and kam.returncode == 0
+    assert "\nkernel:" not in "\n" + rw.stdout and "hydra:" not in rw.stdout
+    assert "\nkernel:" in "\n" + kam.stdout and "Gaussian" in kam.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kernel_for_a_sampler_without_one_is_refused(tmp_path):
+    proc = ckam_bench("sampler=rw", "kernel=gaussian", f"hydra.run.dir={tmp_path}/run",
+                      cwd=tmp_path)
+    assert proc.returncode == 2 and "kernel: sampler rw uses no kernel" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
