@@ -41,7 +41,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import ckam_bench
-from ckam_bench import rundir
+from ckam_bench import jit, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
@@ -52,10 +52,13 @@ COSMETIC_KEYS = ("hydra", "progress")
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """sha256 of the resolved run config (Hydra's settings and the progress bar excluded)."""
+    """sha256 of everything that changes a run's chain or its speed: the resolved run config
+    (Hydra's settings and the progress bar excluded) and the loop mode (compiled or Python),
+    so a folder run in one mode is never taken as complete for the other."""
     plain = resolved(cfg)
     for key in COSMETIC_KEYS:
         plain.pop(key, None)
+    plain["__loops__"] = "compiled" if jit.enabled() else "python"
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
 

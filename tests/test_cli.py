@@ -98,3 +98,17 @@ def test_a_kernel_for_a_sampler_without_one_is_refused(tmp_path):
                       cwd=tmp_path)
     assert proc.returncode == 2 and "kernel: sampler rw uses no kernel" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_config_hash_covers_the_loop_mode(monkeypatch):
+    from hydra import compose, initialize_config_module
+
+    from ckam_bench import jit
+    from ckam_bench.cli import config_hash
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["sampler=rw"])
+    monkeypatch.setenv(jit.ENV, "1")
+    compiled = config_hash(cfg)
+    monkeypatch.setenv(jit.ENV, "0")
+    assert config_hash(cfg) != compiled
