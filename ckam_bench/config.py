@@ -2,6 +2,8 @@
 
 * ``${optimal_scale:d,f}`` — f · 2.38/√d, the Roberts–Rosenthal optimal random-walk scale
   times a factor (the cKAM tables use f = 1 for AM/GAM and f = 2 for KAM/cKAM).
+* ``${sum:a,b,...}`` — the sum of numbers (e.g. an iteration cap of burn-in plus collected draws:
+  ``${sum:${oc.select:sampler.burn_in,20000},20000}``).
 * ``${ckam_uid:}`` — a short random token, resolved once per run and copied to sweep jobs by
   Hydra's resolver cache, so output folders never collide even when started in the same second.
 """
@@ -18,6 +20,11 @@ def optimal_scale(dim, factor=1.0) -> float:
     return float(factor) * 2.38 / math.sqrt(float(dim))
 
 
+def _sum(*values):
+    total = sum(values)
+    return int(total) if all(float(v).is_integer() for v in values) else float(total)
+
+
 def _uid() -> str:
     return secrets.token_hex(4)
 
@@ -25,5 +32,7 @@ def _uid() -> str:
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("optimal_scale"):
         OmegaConf.register_new_resolver("optimal_scale", optimal_scale)
+    if not OmegaConf.has_resolver("sum"):
+        OmegaConf.register_new_resolver("sum", _sum)
     if not OmegaConf.has_resolver("ckam_uid"):
         OmegaConf.register_new_resolver("ckam_uid", _uid, use_cache=True)

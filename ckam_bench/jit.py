@@ -48,7 +48,8 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
     numba = None
 
 __all__ = ["AVAILABLE", "ENV", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
-           "kernel", "helper", "cholesky_into"]
+           "kernel", "helper", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
+           "bind_density_and_grad", "gradient_kernel", "jitable"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
@@ -135,9 +136,9 @@ class Kernel:
     a silent recompilation inside the timed loop. Calling it compiles first if needed.
     """
 
-    def __init__(self, fn, arg_types: tuple):
+    def __init__(self, fn, arg_types: tuple, first: tuple | None = None):
         self.py_func = fn
-        self.signature = (DENSITY, *arg_types)
+        self.signature = (*((DENSITY,) if first is None else first), *arg_types)
         self._dispatcher = None
 
     def compile(self) -> None:
@@ -210,3 +211,127 @@ def cholesky_into(a, shift, tol, out):
                 s -= out[i, k] * out[j, k]
             out[i, j] = s / pivot
     return True
+
+
+
+# ---------------------------------------------------------------------------- gradients
+# Gradient-based samplers receive the log density *and* its gradient in one compiled call,
+# ``f(x: float64[::1], grad_out: float64[::1]) -> float64`` (writes ∇ log π(x) into
+# ``grad_out``, returns log π(x)), from a target's ``jit_log_density_and_grad()``; and, for
+# gadMALA exact, the Hessian ``h(x: float64[::1], hess_out: float64[:, ::1]) -> float64``
+# (writes ∇² log π(x), returns log π(x)) from ``jit_hessian_log_density()``. Both follow
+# exactly the math of the target's uncounted ``_log_density``/``_grad_log_density``/
+# ``_hessian_log_density`` and are passed to kernels like the density above.
+if AVAILABLE:
+    DENSITY_GRAD_SIGNATURE = types.float64(A1, A1)
+    DENSITY_GRAD = types.FunctionType(DENSITY_GRAD_SIGNATURE)
+    HESSIAN_SIGNATURE = types.float64(A1, A2)
+    HESSIAN = types.FunctionType(HESSIAN_SIGNATURE)
+else:
+    DENSITY_GRAD_SIGNATURE = DENSITY_GRAD = HESSIAN_SIGNATURE = HESSIAN = None
+
+
+class CompiledDensityGrad(CompiledDensity):
+    """A target's compiled ``f(x, grad_out) -> log π(x)`` (see :class:`CompiledDensity`)."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self._cfunc = numba.cfunc(DENSITY_GRAD_SIGNATURE)(jitted.py_func)
+
+    def signature(self):
+        return DENSITY_GRAD_SIGNATURE
+
+    def __call__(self, x, out) -> float:
+        return self.jitted(x, out)
+
+
+class CompiledHessian(CompiledDensity):
+    """A target's compiled ``h(x, hess_out) -> log π(x)`` (see :class:`CompiledDensity`)."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self._cfunc = numba.cfunc(HESSIAN_SIGNATURE)(jitted.py_func)
+
+    def signature(self):
+        return HESSIAN_SIGNATURE
+
+    def __call__(self, x, out) -> float:
+        return self.jitted(x, out)
+
+
+if AVAILABLE:
+
+    @typeof_impl.register(CompiledDensityGrad)
+    def _typeof_compiled_density_grad(value, context):
+        return DENSITY_GRAD
+
+    @typeof_impl.register(CompiledHessian)
+    def _typeof_compiled_hessian(value, context):
+        return HESSIAN
+
+
+def _compiled(target, method: str, wrapper):
+    if not enabled():
+        return None
+    make = getattr(target, method, None)
+    if make is None:
+        return None
+    jitted = make()
+    if jitted is None:
+        return None
+    wrapped = _WRAPPED.get((wrapper, jitted))
+    if wrapped is None:
+        wrapped = _WRAPPED[(wrapper, jitted)] = wrapper(jitted)
+    return wrapped
+
+
+def compiled_log_density_and_grad(target) -> CompiledDensityGrad | None:
+    """The target's compiled density-and-gradient when compiled loops are to be used, else None."""
+    return _compiled(target, "jit_log_density_and_grad", CompiledDensityGrad)
+
+
+def compiled_hessian(target) -> CompiledHessian | None:
+    """The target's compiled Hessian when compiled loops are to be used, else None."""
+    return _compiled(target, "jit_hessian_log_density", CompiledHessian)
+
+
+def bind_density_and_grad(fn, *params):
+    """Like :func:`bind_density` for ``fn(x, out, params)`` (a density-and-gradient or a
+    Hessian helper): the compiled ``(x, out) ↦ fn(x, out, params)``. None without numba."""
+    if not AVAILABLE:
+        return None
+    key = (fn, tuple((np.asarray(p).dtype.str, np.shape(p), np.asarray(p).tobytes()) for p in params))
+    compiled = _DENSITIES.get(key)
+    if compiled is None:
+
+        def with_output(x, out):
+            return fn(x, out, params)
+
+        compiled = numba.njit(with_output)
+        _DENSITIES[key] = compiled
+    return compiled
+
+
+def gradient_kernel(*arg_types, hessian: bool = False):
+    """Decorator: a :class:`Kernel` whose first argument is a compiled density-and-gradient
+    (:data:`DENSITY_GRAD`), followed by a compiled Hessian when ``hessian``, then arguments of
+    the numba types ``arg_types``. Without numba it returns the plain function."""
+
+    def wrap(fn):
+        if not AVAILABLE:
+            return fn
+        first = (DENSITY_GRAD, HESSIAN) if hessian else (DENSITY_GRAD,)
+        return Kernel(fn, arg_types, first)
+
+    return wrap
+
+
+def jitable(fn):
+    """Decorator for a helper shared by a kernel and its Python loop: compiled into kernels
+    that call it (``numba.extending.register_jitable``), a plain Python function when Python
+    calls it (so the Python loops run no numba code)."""
+    if not AVAILABLE:
+        return fn
+    from numba.extending import register_jitable
+
+    return register_jitable(fn)

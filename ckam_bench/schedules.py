@@ -171,3 +171,27 @@ class CyclicalCosine:
     def initial_step(self, nu_exp: float) -> float:
         """ν_0 = 2 ν_exp / (cos βπ + 1): the cosine curve through ν_exp at u = β."""
         return 2.0 * nu_exp / (math.cos(self.beta * math.pi) + 1.0)
+
+
+@dataclass(frozen=True)
+class HyperbolicDecay:
+    """``scale / (1 + t / horizon)`` for t < ``until`` (null: always), then 0.
+
+    Titsias & Dellaportas (2019) run AM with 0.001/(1 + t/4000) during a 20 000-iteration
+    burn-in and no adaptation afterwards (finite adaptation).
+    """
+
+    scale: float = 0.001
+    horizon: float = 4000.0
+    until: int | None = None
+
+    def __post_init__(self):
+        _positive("scale", self.scale)
+        _positive("horizon", self.horizon)
+        if self.until is not None and int(self.until) < 0:
+            raise ValueError(f"until must be >= 0 or null, got {self.until}")
+
+    def __call__(self, t: int) -> float:
+        if self.until is not None and t >= self.until:
+            return 0.0
+        return self.scale / (1.0 + t / self.horizon)

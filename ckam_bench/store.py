@@ -38,6 +38,8 @@ RESUME = "resume.npz"
 
 def json_default(obj):
     """JSON encoder for numpy scalars and arrays."""
+    if isinstance(obj, np.ndarray) and obj.ndim > 0:  # list columns from Sampler.trace_columns
+        return obj.tolist()
     if hasattr(obj, "item"):
         return obj.item()
     if hasattr(obj, "tolist"):

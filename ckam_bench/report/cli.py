@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ckam_bench.report import figures, tables
+from ckam_bench.report import figures, paper_gradient, tables
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
@@ -122,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rendered.append(fig)
         print(f"figure {number}: " + ", ".join(str(p) for p in fig.paths))
+    gad_tables, gad_figures = paper_gradient.render(results, args.out, args.formats)
+    rendered += gad_figures  # Titsias & Dellaportas (2019): Tables 1-7, log-target and diag(L) figures
     written = []
-    for table in tables.all_tables(results):
+    for table in tables.all_tables(results) + gad_tables:
         table.write(args.out)
         written.append(table)
         print(f"table: {args.out / table.stem}.md, .tex")

@@ -37,7 +37,7 @@ class Target:
     start : default start point, shape (d,).
     box : plotting / KL box, shape (d, 2) of [low, high] per coordinate.
     noisy : True for pseudo-marginal targets (density is a random estimate).
-    n_density, n_grad : evaluation counters (counted calls only).
+    n_density, n_grad, n_hessian : evaluation counters (counted calls only).
     """
 
     name: str = "target"
@@ -50,6 +50,7 @@ class Target:
         self.box = None if box is None else np.asarray(box, float).reshape(self.dim, 2)
         self.n_density = 0
         self.n_grad = 0
+        self.n_hessian = 0
 
     # ------------------------------------------------------------------ primitives
     def _log_density(self, x: np.ndarray) -> float:  # pragma: no cover - abstract
@@ -74,6 +75,14 @@ class Target:
         self.n_density += X.shape[0]
         return self._log_density_batch(X)
 
+    def _hessian_log_density(self, x: np.ndarray) -> np.ndarray:
+        raise CapabilityError(f"target {self.name!r} has no Hessian")
+
+    def hessian_log_density(self, x: np.ndarray) -> np.ndarray:
+        """∇² log π(x), shape (d, d) (counted in ``n_hessian``)."""
+        self.n_hessian += 1
+        return self._hessian_log_density(x)
+
     def grad_log_density(self, x: np.ndarray) -> np.ndarray:
         """∇ log π(x) (counted)."""
         self.n_grad += 1
@@ -91,11 +100,17 @@ class Target:
     def reset_counters(self) -> None:
         self.n_density = 0
         self.n_grad = 0
+        self.n_hessian = 0
+        self.n_hessian = 0
 
     # ------------------------------------------------------------------ capabilities
     @property
     def has_gradient(self) -> bool:
         return type(self)._grad_log_density is not Target._grad_log_density
+
+    @property
+    def has_hessian(self) -> bool:
+        return type(self)._hessian_log_density is not Target._hessian_log_density
 
     @property
     def has_exact_sampler(self) -> bool:

@@ -21,7 +21,10 @@ integrand varies, so the result is exact to ~1e-10):
 which stays accurate for the narrow ridge of a strongly correlated pair.
 
 ``jit_log_density()`` (:mod:`ckam_bench.jit`) is the same log density compiled with numba, for
-the samplers' compiled loops.
+the samplers' compiled loops; ``jit_log_density_and_grad()`` returns log π(x) and writes
+:math:`\nabla\log\pi(x) = -L^{-\top}L^{-1}(x - m)` in one O(d²) pass (the z = L⁻¹(x − m) of
+the density is reused); the Hessian is the constant :math:`-\Sigma^{-1}`
+(``_hessian_log_density``, compiled by ``jit_hessian_log_density()``).
 
 Factories (all with start 0 and a box of ±6 standard deviations per coordinate):
 
@@ -72,6 +75,42 @@ def _gaussian_log_density(x, params):
             z += chol_inv[i, j] * (x[j] - mean[j])
         quad += z * z
     return log_const - 0.5 * quad
+
+
+@jit.helper
+def _gaussian_log_density_and_grad(x, grad_out, params):
+    """``_gaussian_log_density`` and the gradient −L⁻ᵀz, z = L⁻¹(x − m), into ``grad_out``."""
+    mean, chol_inv, log_const = params
+    dim = x.shape[0]
+    norm2 = 0.0
+    for j in range(dim):
+        norm2 += (x[j] - mean[j]) * (x[j] - mean[j])
+    if not math.isfinite(norm2):
+        for j in range(dim):
+            grad_out[j] = math.nan
+        return -norm2
+    for j in range(dim):
+        grad_out[j] = 0.0
+    quad = 0.0
+    for i in range(dim):
+        z = 0.0
+        for j in range(i + 1):
+            z += chol_inv[i, j] * (x[j] - mean[j])
+        quad += z * z
+        for j in range(i + 1):
+            grad_out[j] -= chol_inv[i, j] * z
+    return log_const - 0.5 * quad
+
+
+@jit.helper
+def _gaussian_hessian(x, hess_out, params):
+    """The constant Hessian −Σ⁻¹ into ``hess_out``; returns log π(x)."""
+    precision, mean, chol_inv, log_const = params
+    dim = x.shape[0]
+    for i in range(dim):
+        for j in range(dim):
+            hess_out[i, j] = -precision[i, j]
+    return _gaussian_log_density(x, (mean, chol_inv, log_const))
 
 
 class Gaussian(Target):
@@ -129,6 +168,19 @@ class Gaussian(Target):
     def jit_log_density(self):
         """The compiled ``_log_density`` (uncounted; see :mod:`ckam_bench.jit`)."""
         return jit.bind_density(_gaussian_log_density, self._mean, self._chol_inv, self._log_const)
+
+    def jit_log_density_and_grad(self):
+        """The compiled ``(x, grad_out) -> log π(x)`` (uncounted; see :mod:`ckam_bench.jit`)."""
+        return jit.bind_density_and_grad(_gaussian_log_density_and_grad, self._mean, self._chol_inv,
+                                         self._log_const)
+
+    def jit_hessian_log_density(self):
+        """The compiled ``(x, hess_out) -> log π(x)`` writing the Hessian −Σ⁻¹."""
+        return jit.bind_density_and_grad(_gaussian_hessian, self._precision, self._mean, self._chol_inv,
+                                         self._log_const)
+
+    def _hessian_log_density(self, x: np.ndarray) -> np.ndarray:
+        return -self._precision.copy()
 
     def _log_density_batch(self, X: np.ndarray) -> np.ndarray:
         Z = (np.asarray(X, float) - self._mean) @ self._chol_inv.T

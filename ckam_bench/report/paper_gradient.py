@@ -1,0 +1,199 @@
+"""Titsias & Dellaportas (2019) tables and figures from stored runs (``experiment=gad_*``).
+
+* :func:`paper_table` — Tables 1–7 in the paper's form, one per target: per method (gadMALAf,
+  gadMALAe, gadRWM, AM, RWM, MALA, HMC-k, NUTS) the mean over repeats of the sampler time
+  (burn-in plus sampling, the paper's "overall running time"), the acceptance rate of the
+  sampling phase, the ESS (min, median, max over coordinates, of the collected draws) and the
+  min ESS per second with its standard deviation (ddof 1) over repeats. Of the HMC-k runs only
+  the best k (highest mean min ESS/s) is shown, as the paper does, except for MNIST (Table 7
+  lists every k). Values are each run's last checkpoint.
+* :func:`figure_log_target` — the log density of the chain over iterations, one line per
+  method (first seed), from the diagnostics column ``logp`` (paper Figs 3–6).
+* :func:`figure_neal_scales` — the learned diag(L) of the gad samplers on neal100 against the
+  true scales s_i = 0.01 i (paper Fig. 2, second row), from the trace column ``L_diag``.
+
+:func:`render` writes all that the runs support and returns (tables, figures, notes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench.report.aggregate import Results, StoredRun
+from ckam_bench.report.figures import Rendered, colour
+from ckam_bench.report.tables import Table
+
+TABLE_NUMBERS = {"neal100": 1, "logistic_caravan": 1, "logistic_australian": 2, "logistic_ripley": 3,
+                 "logistic_pima": 4, "logistic_heart": 5, "logistic_german": 6, "logistic_mnist56": 7}
+FIGURE_NUMBERS = {"neal100": 3, "logistic_german": 4, "logistic_caravan": 5, "logistic_mnist56": 6}
+LABELS = {"gadmala_fast": "gadMALAf", "gadmala_exact": "gadMALAe", "gadrwm": "gadRWM", "am": "AM",
+          "rw": "RWM", "mala": "MALA", "hmc": "HMC", "nuts": "NUTS"}
+ORDER = ["gadMALAf", "gadMALAe", "gadRWM", "AM", "RWM", "MALA", "HMC", "NUTS"]
+GAD_SAMPLERS = ("gadmala_fast", "gadmala_exact", "gadrwm", "mala", "hmc", "nuts")
+
+
+def method(run: StoredRun) -> str:
+    """The paper's name of a run's method (HMC-k with k from the stored sampler info/config)."""
+    label = LABELS.get(run.sampler, run.sampler)
+    if run.sampler == "hmc":
+        k = (run.status.get("sampler_info") or {}).get("n_leapfrog")
+        if k is None and run.config:
+            k = (run.config.get("sampler") or {}).get("n_leapfrog")
+        label = f"HMC-{k}"
+    return label
+
+
+def _order_key(label: str) -> tuple:
+    base = label.split("-")[0]
+    rank = ORDER.index(base) if base in ORDER else len(ORDER)
+    k = int(label.split("-")[1]) if "-" in label and label.split("-")[1].isdigit() else 0
+    return rank, k, label
+
+
+def _is_gad_run(run: StoredRun) -> bool:
+    return run.sampler in GAD_SAMPLERS or str(run.experiment or "").startswith("gad_")
+
+
+def summary(results: Results, target: str) -> pd.DataFrame:
+    """One row per run: method, seed, time, acceptance, ESS min/med/max, min ESS/s."""
+    rows = []
+    for run in results.select(target=target):
+        if not _is_gad_run(run) or run.trace.empty:
+            continue
+        last = run.trace.iloc[-1]
+        accept = last.get("acceptance_sampling")
+        if accept is None or not np.isfinite(accept):
+            accept = last.get("acceptance", np.nan)
+        time = float(last["sampler_seconds"])
+        ess_min = float(last.get("ess_min", np.nan))
+        rows.append({"method": method(run), "seed": run.seed, "time": time, "accept": float(accept),
+                     "ess_min": ess_min, "ess_median": float(last.get("ess_median", np.nan)),
+                     "ess_max": float(last.get("ess_max", np.nan)),
+                     "min_ess_per_s": ess_min / time if time > 0 else np.nan,
+                     "iterations": int(last["iterations"]), "n_grad": float(last.get("n_grad", np.nan))})
+    return pd.DataFrame(rows)
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "–" if not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def paper_table(results: Results, target: str) -> Table | None:
+    """The paper's table for ``target`` (None when no gad run is stored for it)."""
+    frame = summary(results, target)
+    if frame.empty:
+        return None
+    grouped = frame.groupby("method")
+    stats = grouped.agg(time=("time", "mean"), accept=("accept", "mean"), ess_min=("ess_min", "mean"),
+                        ess_median=("ess_median", "mean"), ess_max=("ess_max", "mean"),
+                        score=("min_ess_per_s", "mean"), n=("seed", "size"))
+    stats["score_sd"] = grouped["min_ess_per_s"].std(ddof=1)
+    methods = sorted(stats.index, key=_order_key)
+    hmc = [m for m in methods if m.startswith("HMC")]
+    if len(hmc) > 1 and target != "logistic_mnist56":
+        best = max(hmc, key=lambda m: stats.loc[m, "score"])
+        methods = [m for m in methods if not m.startswith("HMC") or m == best]
+    number = TABLE_NUMBERS.get(target)
+    title = (f"Table {number} (Titsias & Dellaportas 2019)" if number else "Gradient-based adaptive MCMC") + \
+        f": {target}, mean over repeats (min ESS/s ± 1 s.d.)"
+    rows = []
+    for m in methods:
+        s = stats.loc[m]
+        digits = 3 if s.score < 1 else 2
+        rows.append([m, _fmt(s.time, 2 if s.time < 10 else 1), f"{s.accept:.3f}",
+                     f"({_fmt(s.ess_min)}, {_fmt(s.ess_median)}, {_fmt(s.ess_max)})",
+                     f"{_fmt(s.score, digits)} ({_fmt(s.score_sd, digits)})", str(int(s.n))])
+    header = ["Method", "Time(s)", "Accept Rate", "ESS (Min, Med, Max)", "Min ESS/s (1 st.d.)", "repeats"]
+    stem = f"gad_table{number}_{target}" if number else f"gad_table_{target}"
+    return Table(title=title, stem=stem, header=header, latex_header=header, rows=rows)
+
+
+def _save(fig, out_dir: Path, stem: str, formats) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = out_dir / f"{stem}.{fmt}"
+        fig.savefig(path, dpi=130, bbox_inches="tight")
+        paths.append(path)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths
+
+
+def figure_log_target(results: Results, target: str, out_dir: Path, formats=("png",)) -> Rendered | None:
+    """log π of the chain over iterations, one line per method (its lowest seed)."""
+    import matplotlib.pyplot as plt
+
+    first: dict[str, StoredRun] = {}
+    for run in sorted(results.select(target=target), key=lambda r: r.seed):
+        if _is_gad_run(run) and run.has_diagnostics:
+            first.setdefault(method(run), run)
+    curves = {}
+    for label, run in first.items():
+        diag = run.diagnostics()
+        if diag is not None and "logp" in diag and np.isfinite(diag["logp"]).any():
+            curves[label] = diag
+    if not curves:
+        return None
+    labels = sorted(curves, key=_order_key)
+    ncols = min(3, len(labels))
+    nrows = -(-len(labels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.4 * nrows), squeeze=False, sharex=True)
+    for ax, label in zip(axes.flat, labels):  # one panel per method, as in the paper
+        diag = curves[label]
+        ax.plot(diag["iteration"], diag["logp"], lw=0.5, color=colour(label))
+        ax.set_title(label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.locator_params(axis="x", nbins=4)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("iteration", fontsize=8)
+    number = FIGURE_NUMBERS.get(target)
+    name = f"Fig. {number}" if number else "log-target trace"
+    fig.suptitle(f"{target}: log target over iterations ({name} of Titsias & Dellaportas)", fontsize=9)
+    fig.tight_layout()
+    caption = (f"log π of the chain over iterations (burn-in included) on {target}, one run per method "
+               f"(lowest seed); paper {name}.")
+    return Rendered(number=f"gad-{target}-logp", paths=_save(fig, out_dir, f"gad_logp_{target}", formats),
+                    caption=caption)
+
+
+def figure_neal_scales(results: Results, out_dir: Path, formats=("png",)) -> Rendered | None:
+    """Learned diag(L) of the gad samplers on neal100 (mean over seeds) vs the true s_i."""
+    import matplotlib.pyplot as plt
+
+    learned: dict[str, list[np.ndarray]] = {}
+    for run in results.select(target="neal100"):
+        if "L_diag" in run.trace and run.sampler.startswith("gad"):
+            value = run.trace["L_diag"].iloc[-1]
+            if value is not None:
+                learned.setdefault(method(run), []).append(np.asarray(value, dtype=float))
+    if not learned:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    truth = 0.01 * np.arange(1, 101)
+    ax.plot(np.arange(1, 101), truth, "k--", lw=1, label="true s_i")
+    for label in sorted(learned, key=_order_key):
+        ax.plot(np.arange(1, 101), np.mean(learned[label], axis=0), lw=1, label=f"{label} ({len(learned[label])} runs)",
+                color=colour(label))
+    ax.set_xlabel("coordinate i")
+    ax.set_ylabel("learned L_ii")
+    ax.legend(fontsize=7)
+    ax.set_title("neal100: learned diag(L) (Fig. 2, second row, of Titsias & Dellaportas)", fontsize=9)
+    caption = "Learned diagonal of L at the end of the run (mean over seeds) against the true scales s_i."
+    return Rendered(number="gad-neal100-L", paths=_save(fig, out_dir, "gad_neal_diagL", formats), caption=caption)
+
+
+def render(results: Results, out_dir: str | Path, formats=("png",)) -> tuple[list[Table], list[Rendered]]:
+    """Every table and figure of the paper the stored runs support."""
+    out = Path(out_dir)
+    targets = sorted(results.targets, key=lambda t: (TABLE_NUMBERS.get(t, 99), t))
+    tables = [t for t in (paper_table(results, target) for target in targets) if t is not None]
+    figures = [f for f in (figure_log_target(results, target, out, formats) for target in targets) if f is not None]
+    neal = figure_neal_scales(results, out, formats)
+    return tables, figures + ([neal] if neal is not None else [])

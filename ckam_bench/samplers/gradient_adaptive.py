@@ -1,0 +1,373 @@
+r"""Gradient-based adaptive MCMC (Titsias & Dellaportas 2019, NeurIPS): gadRWM, gadMALA fast/exact.
+
+Proposals with a lower-triangular factor L (positive diagonal):
+
+* **gadRWM**: y = x + Lε, ε ~ N(0, I), log r = log π(y) − log π(x).
+* **gadMALA**: y = x + ½LLᵀ∇log π(x) + Lε, with (u_x = Lᵀ∇log π(x), u_y = Lᵀ∇log π(y))
+
+  .. math::
+      \log r = \log\pi(y) - \log\pi(x) - \tfrac12\|\varepsilon + \tfrac12(u_x + u_y)\|^2
+      + \tfrac12\|\varepsilon\|^2 .
+
+Adaptation (burn-in only, Algorithm 1): at every burn-in iteration, with the proposal's own ε,
+L climbs the stochastic gradient of the entropy-regularised speed measure
+
+.. math::
+    F(L) = \min\{0, \log r\} + \beta\textstyle\sum_i \log L_{ii},
+
+    \nabla_L F = [\,\nabla_L \log r\,]_{\text{lower}}\,\mathbb 1[\log r < 0]
+    + \beta\,\mathrm{diag}(1/L_{11}, \dots, 1/L_{dd}),
+
+with, writing a = ∇log π(x), b = ∇log π(y), w = ε + ½(u_x + u_y):
+
+* gadRWM: ∇_L log r = b εᵀ;
+* gadMALA exact (y and b depend on L; H = ∇²log π(y)): with c = b − ½H L w,
+  ∇_L log r = ½c u_xᵀ + ½a(Lᵀc)ᵀ + cεᵀ − ½(a + b)wᵀ;
+* gadMALA fast (the paper's approximation: b held constant in L, i.e. H = 0 above):
+  ∇_L log r = −½(a − b)(ε + ½(u_x − u_y))ᵀ — one O(d²) outer product (paper, supplement B).
+
+The step is RMSprop (:mod:`ckam_bench.adaptation.rmsprop`): G ← 0.9G + 0.1g²,
+L ← L + η/(1 + √G)·g elementwise (η = 5e-5 gadRWM, 1.5e-4 gadMALA; 1e-5 for MNIST in the
+paper). Then β ← β[1 + ρ_β(1[accepted] − α*)] (ρ_β = 0.02, α* = 0.25 gadRWM / 0.55 gadMALA,
+β₀ = 1) and the usual MH accept/reject with the proposal made from the L *before* the update.
+L₀ = (``init_scale``/√d)·I (0.1/√d in the paper). A diagonal entry that an update would push to
+≤ 0 is halved instead (a guard the paper does not need to state: the RMSprop step is at most
+η per entry and β/L_ii pushes small entries up). After burn-in L is fixed: gadRWM is then a
+random walk with steps Lε (it needs no gradient: density evaluations only), gadMALA a
+preconditioned MALA costing two O(d²) products per iteration (u_y is reused as the next u_x).
+
+Every gradient is counted (``target.n_grad``), every Hessian in ``target.n_hessian``; gadMALA
+exact evaluates the Hessian at y only when log r < 0 (the only case that uses it). A target
+without a Hessian makes gadMALA exact decline it (``skip``).
+
+Compiled loops as in :mod:`ckam_bench.samplers.hamiltonian`: the kernel's body is the Python
+loop ``_gad_loop``, compiled when the target has ``jit_log_density_and_grad()`` (and, for the
+exact variant, ``jit_hessian_log_density()``) and ``CKAM_BENCH_JIT`` is not 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ckam_bench import jit
+from ckam_bench.adaptation import rmsprop
+from ckam_bench.samplers.base import ChainState
+from ckam_bench.samplers.hamiltonian import (
+    GradientSampler,
+    _all_finite,
+    _block,
+    check_burn_in,
+    check_fraction,
+    check_positive,
+    counted_hessian,
+    start_with_gradient,
+)
+from ckam_bench.samplers.random_walk import metropolis_walk, predraw, warm_up_walk
+from ckam_bench.targets.base import Target
+
+RWM, MALA_FAST, MALA_EXACT = 0, 1, 2
+_RMS_DECAY = 0.9
+
+
+@jit.jitable
+def log_ratio_gradient(mode, L, eps, a, b, u_x, u_y, hess):
+    """∇_L log r (full matrix; the caller keeps the lower part) for ``mode`` RWM, MALA_FAST or
+    MALA_EXACT at a proposal made with ε from x (gradient a, u_x = Lᵀa) to y (gradient b,
+    u_y = Lᵀb, Hessian ``hess`` used by MALA_EXACT only)."""
+    if mode == RWM:
+        return np.outer(b, eps)
+    if mode == MALA_FAST:
+        return -0.5 * np.outer(a - b, eps + 0.5 * (u_x - u_y))
+    w = eps + 0.5 * (u_x + u_y)
+    c = b - 0.5 * (hess @ (L @ w))
+    return 0.5 * np.outer(c, u_x) + 0.5 * np.outer(a, L.T @ c) + np.outer(c, eps) - 0.5 * np.outer(a + b, w)
+
+
+@jit.jitable
+def log_ratio(mode, logp_x, logp_y, eps, u_x, u_y):
+    """log r of the proposal (no Hastings term for gadRWM)."""
+    if mode == RWM:
+        return logp_y - logp_x
+    w = eps + 0.5 * (u_x + u_y)
+    return logp_y - logp_x - 0.5 * np.dot(w, w) + 0.5 * np.dot(eps, eps)
+
+
+def rank_one_step(L, moment, left, right, beta, eta, decay):
+    """RMSprop step of L along g = [left rightᵀ]_lower + β diag(1/L_ii), in place (the gradient
+    of gadRWM and gadMALA fast; the Python version, vectorised). Returns nothing."""
+    grad = np.tril(np.outer(left, right))
+    grad[np.diag_indices_from(grad)] += beta / np.diag(L)
+    rmsprop.step(L, moment, grad, eta, decay)
+
+
+if jit.AVAILABLE:
+    from numba.extending import overload
+
+    @overload(rank_one_step)
+    def _rank_one_step_compiled(L, moment, left, right, beta, eta, decay):
+        """The same step as one fused loop over the lower triangle (no d × d temporaries)."""
+
+        def step(L, moment, left, right, beta, eta, decay):
+            d = L.shape[0]
+            for i in range(d):
+                for j in range(i + 1):
+                    g = left[i] * right[j]
+                    if i == j:
+                        g += beta / L[i, i]
+                    m = decay * moment[i, j] + (1.0 - decay) * g * g
+                    moment[i, j] = m
+                    L[i, j] += eta / (1.0 + math.sqrt(m)) * g
+
+        return step
+
+
+def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, eta, rho_beta, target_accept):
+    """n iterations from global iteration ``t0``: adaptation of L (in place, with the RMSprop
+    moment) and β while t < burn_in, then fixed-L gadMALA (gadRWM's sampling phase runs
+    :func:`~ckam_bench.samplers.random_walk.metropolis_walk` instead). Returns (x, logp, g,
+    beta, samples, n_collected, accepted, accept_prob, logps, n_evals, n_hessian, n_nonfinite)."""
+    n, d = z.shape
+    samples = np.empty((n, d))
+    accepted = np.zeros(n, dtype=np.bool_)
+    accept_prob, logps = np.empty(n), np.empty(n)
+    x, g = x.copy(), g.copy()
+    gy = np.empty(d)
+    hess = np.zeros((d, d))
+    u_x = L.T @ g
+    u_y = np.zeros(d)
+    left, right, diag_before = np.zeros(d), np.zeros(d), np.empty(d)
+    n_collected = n_evals = n_hessian = n_nonfinite = 0
+    for i in range(n):
+        t = t0 + i
+        adapting = t < burn_in
+        eps = z[i]
+        if mode == RWM:
+            y = x + L @ eps
+        else:
+            if adapting:
+                u_x = L.T @ g
+            y = x + L @ (0.5 * u_x + eps)
+        logp_y = f(y, gy)
+        n_evals += 1
+        finite = math.isfinite(logp_y) and _all_finite(gy)
+        if finite:
+            if mode != RWM:
+                u_y = L.T @ gy
+            r = log_ratio(mode, logp, logp_y, eps, u_x, u_y)
+        else:
+            r = -math.inf
+        if r == r and r > -math.inf:
+            alpha = 1.0 if r >= 0.0 else math.exp(r)
+        else:
+            alpha = 0.0
+            n_nonfinite += 1
+        accept = log_u[i] < r
+        accepted[i] = accept
+        accept_prob[i] = alpha
+        if adapting:
+            for j in range(d):
+                diag_before[j] = L[j, j]
+            active = finite and r < 0.0
+            if mode == MALA_EXACT:
+                grad_L = np.zeros((d, d))
+                if active:
+                    h(y, hess)
+                    n_hessian += 1
+                    grad_L = np.tril(log_ratio_gradient(mode, L, eps, g, gy, u_x, u_y, hess))
+                for j in range(d):
+                    grad_L[j, j] += beta / L[j, j]
+                rmsprop.step(L, moment, grad_L, eta, _RMS_DECAY)
+            else:
+                if not active:
+                    left[:] = 0.0
+                elif mode == RWM:
+                    left[:] = gy
+                    right[:] = eps
+                else:  # −½(a − b)(ε + ½(u_x − u_y))ᵀ
+                    left[:] = -0.5 * (g - gy)
+                    right[:] = eps + 0.5 * (u_x - u_y)
+                rank_one_step(L, moment, left, right, beta, eta, _RMS_DECAY)
+            for j in range(d):
+                if not L[j, j] > 0.0:
+                    L[j, j] = 0.5 * diag_before[j]
+            beta = beta * (1.0 + rho_beta * ((1.0 if accept else 0.0) - target_accept))
+        if accept:
+            x = y
+            logp = logp_y
+            g[:] = gy
+            u_x[:] = u_y
+        logps[i] = logp
+        if not adapting:
+            samples[n_collected] = x
+            n_collected += 1
+    return (x, logp, g, beta, samples, n_collected, accepted, accept_prob, logps, n_evals, n_hessian,
+            n_nonfinite)
+
+
+_I64 = jit.types.int64 if jit.AVAILABLE else None
+_gad_kernel = jit.gradient_kernel(_I64, jit.A1, jit.F8, jit.A1, jit.A2, jit.A2, jit.F8, _I64, _I64, jit.A2,
+                                  jit.A1, jit.F8, jit.F8, jit.F8, hessian=True)(_gad_loop) if jit.AVAILABLE else None
+
+
+def _no_hessian(x, hess_out):
+    return 0.0
+
+
+_NO_HESSIAN = jit.CompiledHessian(jit.numba.njit(_no_hessian)) if jit.AVAILABLE else None
+
+
+@dataclass(kw_only=True)
+class GadState(ChainState):
+    """State of gadRWM / gadMALA (``x``, ``logp``, ``t`` as in ChainState)."""
+
+    grad: np.ndarray
+    """∇log π at ``x`` (NaN after gadRWM's burn-in: its random walk needs no gradient)."""
+    chol: np.ndarray
+    """The proposal factor L (lower triangular, positive diagonal), shape (d, d)."""
+    moment: np.ndarray
+    """RMSprop's running mean of squared gradients G, shape (d, d)."""
+    beta: float
+    """Entropy weight β."""
+
+
+class _GradientAdaptive(GradientSampler):
+    """The shared sampler of the family; subclasses set ``_mode`` and their defaults."""
+
+    _mode = RWM
+    MAX_DIM = 5000  # L and G are dense d × d
+
+    def __init__(self, burn_in: int, learning_rate: float, target_accept: float, beta_rate: float = 0.02,
+                 init_scale: float = 0.1):
+        self.burn_in = check_burn_in(burn_in)
+        self.learning_rate = check_positive("learning_rate", learning_rate)
+        self.target_accept = check_fraction("target_accept", target_accept)
+        self.beta_rate = check_positive("beta_rate", beta_rate)
+        self.init_scale = check_positive("init_scale", init_scale)
+
+    def warm_up(self, target: Target) -> None:
+        density = jit.compiled_log_density_and_grad(target)
+        if self._mode == RWM:
+            warm_up_walk(target)
+        if density is not None:
+            hess = self._hessian_for(target)
+            if hess is not None:
+                x, d = np.array(target.start, dtype=float), target.dim
+                _gad_kernel(density, hess, self._mode, x, 0.0, np.zeros(d), np.eye(d), np.zeros((d, d)), 1.0, 0, 0,
+                            np.zeros((1, d)), np.zeros(1), 1e-4, 0.02, 0.5)
+
+    def _hessian_for(self, target: Target):
+        return _NO_HESSIAN
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> GadState:
+        d = target.dim
+        if d > self.MAX_DIM:
+            raise ValueError(f"target.dim must be <= {self.MAX_DIM} for {self.name} (dense d x d factor), got {d}")
+        self._bind(target, rng)
+        self._compiled_hessian = self._hessian_for(target) if self._compiled is not None else None
+        if self._compiled is not None and self._compiled_hessian is None:
+            self._compiled = None  # no compiled Hessian: the whole loop runs in Python
+        x, logp, grad = start_with_gradient(target, x0)
+        return GadState(x=x, logp=logp, t=0, grad=grad, chol=(self.init_scale / math.sqrt(d)) * np.eye(d),
+                        moment=np.zeros((d, d)), beta=1.0)
+
+    def advance(self, state: GadState, n: int):
+        d = self.target.dim
+        z, log_u = predraw(self.rng, n, d)
+        L, moment = np.array(state.chol, dtype=float), np.array(state.moment, dtype=float)
+        phase = self._phase(state.t, n)
+        n_adapt = n if self._mode != RWM else int(min(n, max(0, self.burn_in - state.t)))
+        x, logp, g, beta = np.ascontiguousarray(state.x, dtype=float), float(state.logp), state.grad, state.beta
+        parts = []
+        if n_adapt > 0:
+            if self._compiled is None:
+                f, h, run = self._density_and_grad(), counted_hessian(self.target), _gad_loop
+            else:
+                f, h, run = self._compiled, self._compiled_hessian, _gad_kernel
+            (x, logp, g, beta, samples, k, accepted, accept_prob, logps, n_evals, n_hess, n_nonfinite) = run(
+                f, h, self._mode, x, logp, np.ascontiguousarray(g, dtype=float), L, moment, float(beta),
+                int(state.t), self.burn_in, np.ascontiguousarray(z[:n_adapt]), log_u[:n_adapt],
+                self.learning_rate, self.beta_rate, self.target_accept)
+            self._count(n_evals)
+            if self._compiled is not None:
+                self.target.n_hessian += int(n_hess)
+            parts.append((samples[:k], accepted, accept_prob, logps, n_nonfinite))
+        if n_adapt < n:  # gadRWM after burn-in: a random walk with steps Lε, no gradients
+            logp0 = logp
+            x, logp, samples, lr, n_nonfinite = metropolis_walk(
+                self.target, jit.compiled_log_density(self.target), x, logp, z[n_adapt:] @ L.T, log_u[n_adapt:])
+            moved = log_u[n_adapt:] < lr
+            logps = logp0 + np.cumsum(np.where(moved, lr, 0.0))
+            parts.append((samples, moved, np.exp(np.minimum(lr, 0.0)), logps, n_nonfinite))
+            g = np.full(d, np.nan)  # the walk needs no gradient and does not track it
+        samples, accepted, accept_prob, logps = (np.concatenate([p[j] for p in parts]) for j in range(4))
+        # the recorded step size: the mean diagonal of L after the block
+        block = _block(phase, samples, accepted, accept_prob, np.full(n, float(np.mean(np.diag(L)))), logps,
+                       sum(p[4] for p in parts))
+        new = GadState(x=x, logp=float(logp), t=state.t + n, grad=np.asarray(g, dtype=float), chol=L,
+                       moment=moment, beta=float(beta))
+        return new, block
+
+    def trace_columns(self, state: GadState) -> dict:
+        return {"beta": float(state.beta), "L_diag": np.diag(state.chol).copy()}
+
+    def describe(self) -> dict:
+        return {**super().describe(), "learning_rate": self.learning_rate, "target_accept": self.target_accept,
+                "beta_rate": self.beta_rate, "init_scale": self.init_scale}
+
+
+class GadRWM(_GradientAdaptive):
+    """gadRWM: random walk y = x + Lε with L adapted by the gradient of F during burn-in.
+
+    burn_in : adaptation iterations (not collected); L is fixed afterwards.
+    learning_rate : RMSprop's η (paper: 5e-5).
+    target_accept : α* of the β recursion (paper: 0.25).
+    beta_rate : ρ_β (paper: 0.02).
+    init_scale : L₀ = init_scale/√d · I (paper: 0.1).
+    """
+
+    name = "gadrwm"
+    _mode = RWM
+
+    def __init__(self, burn_in: int = 20000, learning_rate: float = 5e-5, target_accept: float = 0.25,
+                 beta_rate: float = 0.02, init_scale: float = 0.1):
+        super().__init__(burn_in, learning_rate, target_accept, beta_rate, init_scale)
+
+
+class GadMALAFast(_GradientAdaptive):
+    """gadMALA fast: preconditioned MALA, L adapted with ∇log π(y) held constant in L (O(d²)).
+
+    Keys as :class:`GadRWM`; paper: learning_rate 1.5e-4 (1e-5 for MNIST), target_accept 0.55.
+    """
+
+    name = "gadmala_fast"
+    _mode = MALA_FAST
+
+    def __init__(self, burn_in: int = 20000, learning_rate: float = 1.5e-4, target_accept: float = 0.55,
+                 beta_rate: float = 0.02, init_scale: float = 0.1):
+        super().__init__(burn_in, learning_rate, target_accept, beta_rate, init_scale)
+
+
+class GadMALAExact(_GradientAdaptive):
+    """gadMALA exact: as gadMALA fast, with the exact gradient of log r through ∇log π(y) (the
+    target's Hessian at y). Declines targets without a Hessian."""
+
+    name = "gadmala_exact"
+    _mode = MALA_EXACT
+
+    def __init__(self, burn_in: int = 20000, learning_rate: float = 1.5e-4, target_accept: float = 0.55,
+                 beta_rate: float = 0.02, init_scale: float = 0.1):
+        super().__init__(burn_in, learning_rate, target_accept, beta_rate, init_scale)
+
+    def _hessian_for(self, target: Target):
+        return jit.compiled_hessian(target)
+
+    def skip(self, target: Target) -> tuple[bool, str]:
+        skipped, why = super().skip(target)
+        if skipped:
+            return skipped, why
+        if not target.has_hessian:
+            return True, f"gadmala_exact needs the Hessian of the log density; target {target.name!r} has none"
+        return False, ""

@@ -1,0 +1,193 @@
+"""gadRWM / gadMALA fast / gadMALA exact: ∇_L log r against finite differences, invariance from
+exact draws, the two loops, adaptation during burn-in only, skip without a Hessian."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ckam_bench import jit
+from ckam_bench.samplers.gradient_adaptive import (
+    MALA_EXACT, MALA_FAST, RWM, GadMALAExact, GadMALAFast, GadRWM, log_ratio, log_ratio_gradient,
+)
+from ckam_bench.targets.base import Target
+from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
+from tests.samplers.invariance import check_moments, run_chains
+
+TARGETS = {"gauss2d_corr": gauss2d_corr, "neal100": neal100, "gp51": gp51}
+
+
+class _Quartic(Target):
+    """A non-Gaussian smooth target (its Hessian varies with x): log π = −Σ x⁴/4 − ½‖x‖² + x₀x₁."""
+
+    name = "quartic"
+
+    def _log_density(self, x):
+        return float(-np.sum(x**4) / 4 - 0.5 * x @ x + x[0] * x[1])
+
+    def _grad_log_density(self, x):
+        g = -x**3 - x
+        g[0] += x[1]
+        g[1] += x[0]
+        return g
+
+    def _hessian_log_density(self, x):
+        H = np.diag(-3 * x**2 - 1)
+        H[0, 1] = H[1, 0] = 1.0
+        return H
+
+
+def _log_r(target, mode, L, x, eps, frozen_b=None):
+    """log r as a function of L (y recomputed); ``frozen_b`` holds ∇log π(y) fixed (fast variant)."""
+    a = target._grad_log_density(x)
+    u_x = L.T @ a
+    y = x + L @ eps if mode == RWM else x + L @ (0.5 * u_x + eps)
+    b = target._grad_log_density(y) if frozen_b is None else frozen_b
+    return log_ratio(mode, target._log_density(x), target._log_density(y), eps, u_x, L.T @ b)
+
+
+@pytest.mark.parametrize("mode", [RWM, MALA_FAST, MALA_EXACT])
+def test_log_ratio_gradient_finite_differences(mode):
+    """∇_L log r (lower part) against central differences of log r in each L_ij, j ≤ i; for the
+    fast variant with ∇log π(y) frozen (its definition), for the exact one through the Hessian."""
+    target = _Quartic(4)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, eps = 0.7 * rng.standard_normal(4), rng.standard_normal(4)
+        L = np.tril(0.3 * rng.standard_normal((4, 4))) + np.diag(0.5 + rng.random(4))
+        a = target._grad_log_density(x)
+        u_x = L.T @ a
+        y = x + L @ eps if mode == RWM else x + L @ (0.5 * u_x + eps)
+        b = target._grad_log_density(y)
+        grad = np.tril(log_ratio_gradient(mode, L, eps, a, b, u_x, L.T @ b, target._hessian_log_density(y)))
+        frozen = b if mode == MALA_FAST else None
+        fd = np.zeros((4, 4))
+        h = 1e-6
+        for i in range(4):
+            for j in range(i + 1):
+                E = np.zeros((4, 4))
+                E[i, j] = h
+                fd[i, j] = (_log_r(target, mode, L + E, x, eps, frozen) - _log_r(target, mode, L - E, x, eps, frozen)) / (2 * h)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_fast_differs_from_exact_on_a_curved_target():
+    target = _Quartic(3)
+    rng = np.random.default_rng(1)
+    x, eps, L = rng.standard_normal(3), rng.standard_normal(3), 0.8 * np.eye(3)
+    a = target._grad_log_density(x)
+    y = x + L @ (0.5 * L.T @ a + eps)
+    b = target._grad_log_density(y)
+    args = (L, eps, a, b, L.T @ a, L.T @ b, target._hessian_log_density(y))
+    assert not np.allclose(log_ratio_gradient(MALA_FAST, *args), log_ratio_gradient(MALA_EXACT, *args))
+    assert np.allclose(log_ratio_gradient(MALA_FAST, *args),
+                       log_ratio_gradient(MALA_EXACT, *args[:-1], np.zeros((3, 3))))
+
+
+SAMPLERS = {
+    "gadrwm": lambda: GadRWM(burn_in=3000),
+    "gadmala_fast": lambda: GadMALAFast(burn_in=3000),
+    "gadmala_exact": lambda: GadMALAExact(burn_in=3000),
+}
+
+
+FAST = [("gadrwm", "gauss2d_corr"), ("gadmala_fast", "gauss2d_corr"), ("gadmala_exact", "gauss2d_corr"),
+        ("gadmala_fast", "neal100")]
+
+
+@pytest.mark.parametrize("sampler, target_name", FAST)
+def test_invariance_from_exact_draws(sampler, target_name):
+    """Chains started at exact draws adapt L during burn-in, then the fixed kernel keeps π."""
+    target = TARGETS[target_name]()
+    samples, _ = run_chains(SAMPLERS[sampler], target, 4, 8000, seed=7, block=4000)
+    check_moments(samples, target.mean, target.variance, min_ess=30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler, target_name", [
+    (s, t) for s in sorted(SAMPLERS) for t in sorted(TARGETS) if (s, t) not in FAST])
+def test_invariance_from_exact_draws_paper_burn_in(sampler, target_name):
+    """The other pairs with the paper's 20 000 burn-in iterations (L needs them in 51-100 D)."""
+    target = TARGETS[target_name]()
+    make = {"gadrwm": GadRWM, "gadmala_fast": GadMALAFast, "gadmala_exact": GadMALAExact}[sampler]
+    samples, _ = run_chains(lambda: make(burn_in=20000), target, 4, 40000, seed=8, block=10000)
+    check_moments(samples, target.mean, target.variance, min_ess=10 if sampler == "gadrwm" else 50)
+
+
+@pytest.mark.parametrize("make", [lambda: GadRWM(burn_in=80), lambda: GadMALAFast(burn_in=80),
+                                  lambda: GadMALAExact(burn_in=80)])
+def test_both_loops_make_the_same_chain(make, monkeypatch):
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    chains = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv(jit.ENV, switch)
+        target = gp51()
+        s = make()
+        state = s.init(target, target.sample(1, np.random.default_rng(0))[0], np.random.default_rng(1))
+        acc = []
+        for n in (50, 70, 30):
+            state, b = s.advance(state, n)
+            acc.append(b.accepted)
+        chains[switch] = (np.concatenate(acc), state.chol, target.n_density, target.n_grad, target.n_hessian)
+    np.testing.assert_array_equal(chains["1"][0], chains["0"][0])
+    np.testing.assert_allclose(chains["1"][1], chains["0"][1], rtol=1e-8, atol=1e-12)
+    assert chains["1"][2:] == chains["0"][2:]
+
+
+@pytest.mark.parametrize("cls", [GadRWM, GadMALAFast, GadMALAExact])
+def test_adaptation_in_burn_in_only(cls):
+    target = gauss2d_corr()
+    s = cls(burn_in=500)
+    state = s.init(target, None, np.random.default_rng(3))
+    np.testing.assert_allclose(state.chol, 0.1 / math.sqrt(2) * np.eye(2))
+    state, block = s.advance(state, 700)
+    assert block.samples.shape == (200, 2)
+    np.testing.assert_array_equal(block.phase, [0] * 500 + [1] * 200)
+    L, beta = state.chol.copy(), state.beta
+    assert L[0, 1] == 0.0 and np.all(np.diag(L) > 0) and not np.allclose(L, 0.1 / math.sqrt(2) * np.eye(2))
+    n_grad = target.n_grad
+    state, block = s.advance(state, 300)
+    np.testing.assert_array_equal(state.chol, L)
+    assert state.beta == beta
+    # after burn-in gadRWM is a random walk: density evaluations only
+    assert target.n_grad - n_grad == (0 if cls is GadRWM else 300)
+    assert np.all(np.isfinite(block.logp))
+    assert np.isclose(block.logp[-1], target._log_density(block.samples[-1]))
+
+
+def test_learned_scales_follow_neal():
+    """gadMALA fast learns diag(L) roughly proportional to Neal's scales s_i (paper Fig. 2)."""
+    target = neal100()
+    s = GadMALAFast(burn_in=20000)
+    state = s.init(target, None, np.random.default_rng(0))
+    state, _ = s.advance(state, 20000)
+    diag = np.diag(state.chol)
+    assert np.corrcoef(diag, 0.01 * np.arange(1, 101))[0, 1] > 0.95
+
+
+def test_exact_declines_targets_without_hessian():
+    class NoHessian(Target):
+        name = "nohess"
+
+        def _log_density(self, x):
+            return -0.5 * float(x @ x)
+
+        def _grad_log_density(self, x):
+            return -x
+
+    skipped, why = GadMALAExact().skip(NoHessian(2))
+    assert skipped and "Hessian" in why
+    assert GadMALAFast().skip(NoHessian(2)) == (False, "")
+    assert GadMALAExact().skip(gp51()) == (False, "")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: GadRWM(burn_in=1.5), "burn_in must be"),
+    (lambda: GadMALAFast(learning_rate=0), "learning_rate must be"),
+    (lambda: GadMALAExact(target_accept=0), "target_accept must be"),
+    (lambda: GadRWM(init_scale=-1), "init_scale must be"),
+])
+def test_bad_settings(make, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        make()
