@@ -278,28 +278,50 @@ def store_reference(folder, certificate: dict, arrays: dict) -> Path:
     return npz
 
 
-def build_reference(target, make_sampler, *, chains: int = 4, burn_in: int = 20_000,
-                    iterations: int = 100_000, max_draws: int = 20_000, stored_draws: int = 1000,
-                    seed: int = 0, start_spread: float = 1.0, rhat_max: float = RHAT_MAX,
-                    ess_min: float = ESS_MIN, sampler_name: str = "sampler",
-                    settings: dict | None = None, log=None) -> tuple[bool, str, dict, dict]:
-    """Run and diagnose the chains; returns (certified, why not, certificate, arrays to store).
-
-    ``make_sampler()`` builds a fresh sampler per chain.
-    """
-    check_settings(chains=chains, burn_in=burn_in, iterations=iterations, max_draws=max_draws,
-                   stored_draws=stored_draws, start_spread=start_spread, dim=target.dim)
+def run_chains(target, make_sampler, chain_ids, *, burn_in: int, iterations: int, max_draws: int,
+               seed: int = 0, start_spread: float = 1.0, log=None) -> list[ChainRun]:
+    """Run the chains ``chain_ids`` (chain c: generator ``default_rng([seed, c])``, which draws
+    its overdispersed start and then drives the sampler); ``make_sampler()`` builds a fresh
+    sampler per chain."""
     thin = max(1, math.ceil(iterations / max_draws))
     runs = []
-    t0 = time.perf_counter()
-    for c in range(chains):
-        rng = np.random.default_rng([int(seed), c])
+    for c in chain_ids:
+        rng = np.random.default_rng([int(seed), int(c)])
         x0 = overdispersed_start(target, start_spread, rng)
-        sampler = make_sampler()
-        runs.append(run_chain(sampler, target, rng, x0, burn_in, iterations, thin))
+        runs.append(run_chain(make_sampler(), target, rng, x0, burn_in, iterations, thin))
         if log:
-            log(f"chain {c + 1}/{chains}: {runs[-1].count} draws after {burn_in} burn-in, "
+            log(f"chain {c}: {runs[-1].count} draws after {burn_in} burn-in, "
                 f"acceptance {runs[-1].acceptance:.3f}, {runs[-1].seconds:.1f} s")
+    return runs
+
+
+def save_chain(path, run: ChainRun) -> None:
+    """Store one chain's result (a part of a reference run split over jobs), atomically."""
+    arrays = {"held": run.held, "sums": run.sums, "count": np.array(run.count),
+              "acceptance": np.array(run.acceptance), "n_nonfinite": np.array(run.n_nonfinite),
+              "start": run.start, "seconds": np.array(run.seconds)}
+
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    _atomic_write(Path(path), write)
+
+
+def load_chain(path) -> ChainRun:
+    with np.load(path, allow_pickle=False) as f:
+        return ChainRun(held=f["held"], sums=f["sums"], count=int(f["count"]),
+                        acceptance=float(f["acceptance"]), n_nonfinite=int(f["n_nonfinite"]),
+                        start=f["start"], seconds=float(f["seconds"]))
+
+
+def certify_runs(target, runs: list[ChainRun], *, burn_in: int, iterations: int, max_draws: int,
+                 stored_draws: int = 1000, seed: int = 0, start_spread: float = 1.0,
+                 rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, sampler_name: str = "sampler",
+                 settings: dict | None = None) -> tuple[bool, str, dict, dict]:
+    """Diagnose finished chains; returns (certified, why not, certificate, arrays to store)."""
+    chains = len(runs)
+    thin = max(1, math.ceil(iterations / max_draws))
     n_held = min(r.held.shape[0] for r in runs)
     held = np.stack([r.held[:n_held] for r in runs])
     diag = diagnose(held)
@@ -340,10 +362,26 @@ def build_reference(target, make_sampler, *, chains: int = 4, burn_in: int = 20_
         },
         "versions": _versions(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "seconds": time.perf_counter() - t0,
+        "seconds": sum(r.seconds for r in runs),
         "seconds_per_chain": [r.seconds for r in runs],
     }
     return ok, why, certificate, arrays
+
+
+def build_reference(target, make_sampler, *, chains: int = 4, burn_in: int = 20_000,
+                    iterations: int = 100_000, max_draws: int = 20_000, stored_draws: int = 1000,
+                    seed: int = 0, start_spread: float = 1.0, rhat_max: float = RHAT_MAX,
+                    ess_min: float = ESS_MIN, sampler_name: str = "sampler",
+                    settings: dict | None = None, log=None) -> tuple[bool, str, dict, dict]:
+    """Run ``chains`` chains and diagnose them (:func:`run_chains` then :func:`certify_runs`)."""
+    check_settings(chains=chains, burn_in=burn_in, iterations=iterations, max_draws=max_draws,
+                   stored_draws=stored_draws, start_spread=start_spread, dim=target.dim)
+    runs = run_chains(target, make_sampler, range(chains), burn_in=burn_in, iterations=iterations,
+                      max_draws=max_draws, seed=seed, start_spread=start_spread, log=log)
+    return certify_runs(target, runs, burn_in=burn_in, iterations=iterations, max_draws=max_draws,
+                        stored_draws=stored_draws, seed=seed, start_spread=start_spread,
+                        rhat_max=rhat_max, ess_min=ess_min, sampler_name=sampler_name,
+                        settings=settings)
 
 
 def check_settings(*, chains, burn_in, iterations, max_draws, stored_draws, start_spread, dim) -> None:
@@ -390,14 +428,35 @@ def _run(cfg) -> int:
     sampler_name = HydraConfig.get().runtime.choices.get("sampler", "sampler")
     settings = OmegaConf.to_container(cfg.sampler, resolve=True)
     folder = Path(cfg.out).expanduser() if cfg.out else cache_dir()
-    say(f"{target.reference_id()}: {cfg.chains} chains of {sampler_name}, {cfg.burn_in} burn-in + "
-        f"{cfg.iterations} draws each")
-    ok, why, certificate, arrays = build_reference(
-        target, lambda: _build(cfg, "sampler"), chains=int(cfg.chains), burn_in=int(cfg.burn_in),
-        iterations=int(cfg.iterations), max_draws=int(cfg.max_draws),
-        stored_draws=int(cfg.stored_draws), seed=int(cfg.seed), start_spread=float(cfg.start_spread),
-        rhat_max=float(cfg.rhat_max), ess_min=float(cfg.ess_min), sampler_name=sampler_name,
-        settings=settings, log=say)
+    parts = folder / "parts" / target.reference_id()
+    common = {"burn_in": int(cfg.burn_in), "iterations": int(cfg.iterations),
+              "max_draws": int(cfg.max_draws), "seed": int(cfg.seed),
+              "start_spread": float(cfg.start_spread)}
+    if cfg.chain is not None:  # one chain of a run split over jobs (e.g. a SLURM sweep)
+        c = int(cfg.chain)
+        if not 0 <= c < int(cfg.chains):
+            say(f"invalid configuration: chain must be in [0, {int(cfg.chains)}), got {c}")
+            return EXIT_CONFIG
+        (run,) = run_chains(target, lambda: _build(cfg, "sampler"), [c], log=say, **common)
+        save_chain(parts / f"chain{c}.npz", run)
+        say(f"chain {c} stored -> {parts / f'chain{c}.npz'} (certify with combine=true)")
+        return 0
+    if cfg.combine:
+        files = [parts / f"chain{c}.npz" for c in range(int(cfg.chains))]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            say(f"invalid configuration: combine: missing chain files {missing}")
+            return EXIT_CONFIG
+        runs = [load_chain(f) for f in files]
+        say(f"{target.reference_id()}: combining {len(runs)} stored chains of {sampler_name}")
+    else:
+        say(f"{target.reference_id()}: {cfg.chains} chains of {sampler_name}, {cfg.burn_in} burn-in "
+            f"+ {cfg.iterations} draws each")
+        runs = run_chains(target, lambda: _build(cfg, "sampler"), range(int(cfg.chains)), log=say,
+                          **common)
+    ok, why, certificate, arrays = certify_runs(
+        target, runs, stored_draws=int(cfg.stored_draws), rhat_max=float(cfg.rhat_max),
+        ess_min=float(cfg.ess_min), sampler_name=sampler_name, settings=settings, **common)
     d = certificate["diagnostics"]
     summary = (f"R-hat max {d['rhat_max']:.4f}, bulk ESS min {d['ess_bulk_min']:.0f}, "
                f"tail ESS min {d['ess_tail_min']:.0f}, {certificate['seconds']:.0f} s")
