@@ -147,7 +147,9 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
         status_extra={"config_hash": config_hash(cfg), "versions": versions(),
                       "sampler_info": sampler.describe(),
-                      "metrics_unsupported": unsupported},
+                      "metrics_unsupported": unsupported,
+                      "metrics_info": {name: m.describe() for name, m in metrics.items()
+                                       if hasattr(m, "describe")}},
     )
 
 

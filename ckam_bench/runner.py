@@ -321,7 +321,8 @@ class Runner:
         if self.chain is not None:
             row.update(self.sampler.trace_columns(self.chain))
         for metric in self.metrics.values():
-            row.update({k: float(v) for k, v in metric.compute(self.samples).items()})
+            row.update({k: v if isinstance(v, np.ndarray) else float(v)  # arrays: list columns
+                        for k, v in metric.compute(self.samples).items()})
         if "ess_min" in row:
             row["ess_per_second"] = _ratio(row["ess_min"], self.clock)
             row["ess_per_density"] = _ratio(row["ess_min"], self.target.n_density)

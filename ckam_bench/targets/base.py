@@ -20,6 +20,9 @@ bit-identical.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 
 
@@ -166,3 +169,10 @@ class Target:
     def describe(self) -> dict:
         """Small JSON-able description stored in the run's status file."""
         return {"name": self.name, "dim": self.dim, "noisy": self.noisy}
+
+    def reference_id(self) -> str:
+        """Key of this target's certified reference sample (:mod:`ckam_bench.reference`): its
+        name plus a short hash of :meth:`describe` (the settings that define the distribution;
+        targets that read data put a digest of it there)."""
+        settings = json.dumps(self.describe(), sort_keys=True, default=str)
+        return f"{self.name}-{hashlib.sha256(settings.encode()).hexdigest()[:10]}"

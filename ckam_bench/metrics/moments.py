@@ -1,0 +1,145 @@
+r"""Moment errors against the truth: exact moments, else a certified reference sample.
+
+With :math:`n` collected draws and per coordinate :math:`\hat m = \frac1n\sum_t x_t`,
+:math:`\hat s = \frac1n\sum_t x_t^2`, and the truth :math:`m = E[X]`, :math:`s = E[X^2]`:
+
+* ``mean_error`` :math:`= \|\hat m - m\|`, ``second_moment_error`` :math:`= \|\hat s - s\|`,
+  ``mean_norm`` :math:`= \|\hat m\|`, ``mean_estimate`` :math:`= \hat m` (a list column);
+* ``bias2``, the standardised squared bias (the cost-to-accuracy figure of merit):
+
+  .. math::
+      b^2 = \max_j \max\Big\{\frac{(\hat m_j - m_j)^2}{\operatorname{Var}[X_j]},
+      \frac{(\hat s_j - s_j)^2}{\operatorname{Var}[X_j^2]}\Big\},
+      \qquad \operatorname{Var}[X_j^2] = E[X_j^4] - s_j^2.
+
+  For n exact independent draws :math:`E[b^2]` falls like 1/n (each ratio is a squared
+  standardised mean, ≈ χ²₁/n), so :math:`b^2 < 0.01` means every moment is within a tenth of a
+  standard deviation, roughly what 100 independent draws give.
+
+Truth, in this order:
+
+1. **exact**: the target's ``mean`` and ``variance`` (then :math:`s = \mathrm{var} + m^2`).
+   :math:`E[X^4]` comes from the target's ``fourth_moment`` when it has one, else from
+   ``exact_draws`` (200 000) exact draws with a fixed seed (it only scales ``bias2``), else from
+   the reference sample;
+2. **reference**: the target's certified reference (:func:`ckam_bench.reference.load_reference`):
+   its ``mean``, ``second_moment``, ``variance`` and ``fourth_moment``, computed from every
+   post-burn-in draw of its chains.
+
+With neither, the constructor raises :class:`CapabilityError` (the columns are absent and the
+run records why). :meth:`describe` says which truth was used — ``{"truth": "exact"}`` or
+``{"truth": "reference", "reference_id", "path", "sampler", ...}`` — for ``status.json``.
+
+Streaming: ``update`` adds :math:`\sum x` and :math:`\sum x^2` (float64) per block, so a
+checkpoint costs O(d) whatever the chain length; ``state_dict`` holds the sums for resume.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckam_bench.targets.base import CapabilityError, Target
+
+EXACT_DRAWS = 200_000
+
+
+class MomentErrors:
+    """Checkpoint metric: mean and second-moment errors, ‖Ê[X]‖, Ê[X] and b².
+
+    Parameters
+    ----------
+    target : the run's target.
+    use_reference : look up a certified reference sample when the target has no exact moments.
+    exact_draws : exact draws used for E[X⁴] when the target knows its mean and variance but
+        not its fourth moments (0 falls back to the reference).
+    """
+
+    def __init__(self, target: Target, use_reference: bool = True, exact_draws: int = EXACT_DRAWS):
+        exact_draws = int(exact_draws)
+        if not 0 <= exact_draws <= 10_000_000:
+            raise ValueError(f"exact_draws must be in [0, 10000000], got {exact_draws}")
+        self.dim = target.dim
+        self.info: dict = {}
+        mean, var = target.mean, target.variance
+        reference = None
+        if mean is None or var is None:
+            if use_reference:
+                from ckam_bench.reference import load_reference
+
+                reference = load_reference(target)
+            if reference is None:
+                raise CapabilityError(
+                    f"target {target.name!r} has no exact moments and no certified reference "
+                    f"sample (build one with: ckam-bench-reference target={target.name})")
+            mean, second, var, fourth = (reference.mean, reference.second_moment,
+                                         reference.variance, reference.fourth_moment)
+            self.info = {"truth": "reference", **reference.describe()}
+        else:
+            mean, var = np.asarray(mean, float), np.asarray(var, float)
+            second = var + mean * mean
+            fourth, source = self._fourth_moment(target, exact_draws, use_reference)
+            self.info = {"truth": "exact", "fourth_moment": source}
+        self.mean = np.asarray(mean, float)
+        self.second = np.asarray(second, float)
+        self.var = np.asarray(var, float)
+        self.var2 = np.maximum(np.asarray(fourth, float) - self.second**2, 0.0)
+        self.n = 0
+        self.sum1 = np.zeros(self.dim)
+        self.sum2 = np.zeros(self.dim)
+
+    @staticmethod
+    def _fourth_moment(target: Target, exact_draws: int, use_reference: bool):
+        known = getattr(target, "fourth_moment", None)
+        if known is not None:
+            return np.asarray(known, float), "exact"
+        if target.has_exact_sampler and exact_draws > 0:
+            draws = target.sample(exact_draws, np.random.default_rng(20240))
+            return np.mean(draws**4, axis=0), f"{exact_draws} exact draws"
+        if use_reference:
+            from ckam_bench.reference import load_reference
+
+            reference = load_reference(target)
+            if reference is not None:
+                return reference.fourth_moment, f"reference {reference.reference_id}"
+        return np.full(target.dim, np.nan), "unknown (bias2 uses E[X] only)"
+
+    def describe(self) -> dict:
+        """Which truth the errors are measured against (JSON-able, for ``status.json``)."""
+        return dict(self.info)
+
+    def update(self, samples) -> None:
+        """Add a block of collected samples (k, d) to the running sums."""
+        x = np.asarray(samples, float)
+        if x.shape[0]:
+            self.n += x.shape[0]
+            self.sum1 += x.sum(axis=0)
+            self.sum2 += np.einsum("ij,ij->j", x, x)
+
+    def compute(self, buffer=None) -> dict:
+        """Trace columns: mean_error, second_moment_error, mean_norm, bias2 (floats) and
+        mean_estimate (a (d,) array, stored as a list column); NaN before any sample."""
+        if self.n == 0:
+            nan = float("nan")
+            return {"mean_error": nan, "second_moment_error": nan, "mean_norm": nan,
+                    "bias2": nan, "mean_estimate": np.full(self.dim, np.nan)}
+        m = self.sum1 / self.n
+        s = self.sum2 / self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z1 = (m - self.mean) ** 2 / self.var
+            z2 = (s - self.second) ** 2 / self.var2
+        return {
+            "mean_error": float(np.linalg.norm(m - self.mean)),
+            "second_moment_error": float(np.linalg.norm(s - self.second)),
+            "mean_norm": float(np.linalg.norm(m)),
+            "bias2": float(np.nanmax(np.concatenate([z1, z2]))),
+            "mean_estimate": m,
+        }
+
+    def state_dict(self) -> dict:
+        """Running sums for resume."""
+        return {"n": np.array(self.n), "sum1": self.sum1.copy(), "sum2": self.sum2.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n = int(state["n"])
+        self.sum1 = np.array(state["sum1"], float)
+        self.sum2 = np.array(state["sum2"], float)
