@@ -120,12 +120,13 @@ def _text(value: float) -> str:
 
 
 def cell(values) -> tuple[str, float | None]:
-    """'median [p10, p90]' over seeds (median alone for one seed) and the median as sort key."""
+    """'median [p10, p90]' over seeds (the median alone when the range is a single value, e.g.
+    for one seed) and the median as sort key."""
     med, lo, hi = quantiles(values)
     finite = [x for x in values if not math.isnan(x)]
     if not finite:
         return NA, None
-    text = _text(med) if len(finite) == 1 else f"{_text(med)} [{_text(lo)}, {_text(hi)}]"
+    text = _text(med) if lo == hi else f"{_text(med)} [{_text(lo)}, {_text(hi)}]"
     return text, med
 
 
