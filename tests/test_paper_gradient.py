@@ -34,10 +34,9 @@ def test_table_in_the_papers_form(runs, tmp_path):
     best = frame[frame.method.str.startswith("HMC")].groupby("method")["min_ess_per_s"].mean().idxmax()
     assert best in methods
     assert table.rows[0][-1] == "2"  # repeats
-    tables, figures = paper_gradient.render(results, tmp_path)
-    names = {p.name for f in figures for p in f.paths}
-    assert {"gad_logp_neal100.png", "gad_neal_diagL.png"} <= names
-    assert len(tables) == 1
+    names = {d.stem for d in paper_gradient.figures(results)}
+    assert {"gad_logp_neal100", "gad_neal_diagL"} <= names
+    assert len(paper_gradient.tables(results)) == 1
 
 
 def test_figures_cli_writes_the_gad_table(runs, tmp_path):

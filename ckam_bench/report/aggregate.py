@@ -11,6 +11,16 @@ a missing, empty or corrupt trace, a run id already loaded from another folder, 
 the flag its trace is used up to its last checkpoint). A damaged samples or diagnostics file
 leaves the run in use for its trace, with a note.
 
+**Grouping** (:func:`group_runs`): runs are grouped by their *full configuration* — every
+leaf of the stored config except the seed (sampler and each hyperparameter, kernel, budget,
+checkpoint schedule, target settings, start, metrics) plus the config-group choices (sampler,
+target, preset) — so two runs share a group only when they differ in nothing but the seed.
+Within a group each seed counts once: a seed run more than once keeps the run that went
+furthest (most iterations, then the latest update) and the others are listed as duplicates.
+Each group gets a label: its sampler name plus the settings that tell it apart from the other
+groups of that sampler on its target (``"ckam [matern, 20 s]"``, ``"am [rate.value=0.01]"``),
+so no legend merges budgets, kernels or presets.
+
 **Aggregation** over seeds (pure functions of trace frames). Each run r has checkpoints
 x_{r,1} < … < x_{r,K_r} with values y_{r,k}. On a grid g_1 < … < g_n (:func:`common_grid`:
 ``n`` points from the smallest to the largest x of all runs, geometric when ``log``) the run's
@@ -27,6 +37,7 @@ quantile of {1, 2, 3} is 1.2) and ``n_seeds``, the number of runs that contribut
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -38,6 +49,7 @@ import pandas as pd
 from ckam_bench import store
 
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
+IDENTITY_EXCLUDE = ("seed", "progress", "hydra")  # config keys that do not define a configuration
 REQUIRED_TRACE = ("sampler_seconds", "iterations")
 
 
@@ -48,6 +60,7 @@ class Skipped:
 
     path: Path
     reason: str
+    target: str | None = None
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
@@ -112,6 +125,43 @@ class StoredRun:
         value = budget.get("seconds")
         return float(value) if value is not None else self.sampler_seconds
 
+    @property
+    def iterations(self) -> int:
+        """Iterations at the last checkpoint."""
+        return int(self.trace["iterations"].iloc[-1])
+
+    @property
+    def adaptation(self) -> str:
+        """The sampler's kind of adaptation from ``status.json`` (``sampler_info``), or
+        "unknown" for runs that did not record it."""
+        info = self.status.get("sampler_info") or {}
+        return str(info.get("adaptation") or "unknown")
+
+    @property
+    def settings(self) -> dict:
+        """The run's full configuration as flat ``{dotted.key: value}``, seed left out.
+
+        From the stored config when there is one (every leaf except ``seed``, ``progress`` and
+        Hydra's own settings), plus the group choices ``choice.sampler``, ``choice.target``,
+        ``choice.kernel``, ``preset``; from ``status.json`` (sampler, kernel, budget) otherwise.
+        """
+        flat = {"choice.sampler": self.sampler, "choice.target": self.target,
+                "choice.kernel": self.kernel, "preset": self.experiment}
+        if self.config:
+            node = {k: v for k, v in self.config.items() if k not in IDENTITY_EXCLUDE}
+            flat.update(flatten(node))
+        else:
+            flat["kernel"] = self.kernel
+            budget = self.status.get("budget") or {}
+            flat.update({f"budget.{k}": v for k, v in budget.items()})
+        return flat
+
+    @property
+    def config_key(self) -> str:
+        """A short hash of :attr:`settings`: equal for runs that differ only in the seed."""
+        text = json.dumps(self.settings, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
     def samples(self) -> pd.DataFrame | None:
         """The thinned collected states (``index, x0 … x{d-1}``), or None."""
         if not self.has_samples:
@@ -160,6 +210,16 @@ class Results:
     def targets(self) -> list[str]:
         return sorted({r.target for r in self.runs})
 
+    def groups(self, target: str | None = None) -> list["Group"]:
+        """The configuration groups (:func:`group_runs`) of every run, or of ``target``'s."""
+        if not hasattr(self, "_groups"):
+            self._groups = group_runs(self.runs)
+        return [g for g in self._groups if target is None or g.target == target]
+
+    def skipped_on(self, target: str) -> list[Skipped]:
+        """Skipped runs whose status names ``target``."""
+        return [s for s in self.skipped if s.target == target]
+
 
 def load_results(root: str | Path, include_incomplete: bool = False,
                  targets: list[str] | None = None) -> Results:
@@ -182,7 +242,8 @@ def load_results(root: str | Path, include_incomplete: bool = False,
         run, notes = result
         if run.run_id in seen:
             skipped.append(Skipped(folder, f"duplicate run_id {run.run_id} "
-                                           f"(already loaded from {seen[run.run_id]})"))
+                                           f"(already loaded from {seen[run.run_id]})",
+                                   run.target))
             continue
         seen[run.run_id] = folder
         skipped.extend(notes)
@@ -220,22 +281,23 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
                                "(needs state, target, sampler)")
     if targets is not None and status["target"] not in targets:
         return None
+    target = str(status["target"])
     state = status["state"]
     if state != "complete" and not include_incomplete:
         return Skipped(folder, f"run is {state}, not complete "
-                               f"(--include-incomplete uses it up to its last checkpoint)")
+                               f"(--include-incomplete uses it up to its last checkpoint)", target)
     trace_file = folder / store.TRACE
     if not trace_file.exists():
-        return Skipped(folder, "no trace.parquet")
+        return Skipped(folder, "no trace.parquet", target)
     try:
         trace = pd.read_parquet(trace_file)
     except Exception as exc:  # corrupt parquet raises pyarrow's own error types
-        return Skipped(folder, f"trace.parquet unreadable ({_first_line(exc)})")
+        return Skipped(folder, f"trace.parquet unreadable ({_first_line(exc)})", target)
     if trace.empty:
-        return Skipped(folder, "trace.parquet has no checkpoints")
+        return Skipped(folder, "trace.parquet has no checkpoints", target)
     missing = [c for c in REQUIRED_TRACE if c not in trace.columns]
     if missing:
-        return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}")
+        return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}", target)
     notes = []
     config, choices = _load_hydra(folder, notes)
     flags = {}
@@ -296,6 +358,160 @@ def _resolved(cfg, key):
         return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
     except OmegaConfBaseException:
         return node._value()
+
+
+# ---------------------------------------------------------------------------- grouping
+def flatten(node, prefix: str = "") -> dict:
+    """A nested config (dicts and lists) as ``{dotted.key: leaf}``; lists stay whole leaves."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+@dataclass
+class Group:
+    """Runs of one full configuration on one target, one run per seed.
+
+    ``duplicates`` holds ``(dropped, kept)`` pairs: a seed run more than once counts once.
+    ``label`` names the sampler plus what tells the group apart on its target.
+    """
+
+    target: str
+    sampler: str
+    key: str
+    settings: dict
+    runs: list[StoredRun]
+    duplicates: list[tuple[StoredRun, StoredRun]] = field(default_factory=list)
+    label: str = ""
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(r.seed for r in self.runs)
+
+    @property
+    def kernel(self) -> str:
+        return self.runs[0].kernel
+
+    @property
+    def budget_seconds(self) -> float:
+        return self.runs[0].budget_seconds
+
+    @property
+    def non_diminishing(self) -> bool:
+        """True when the sampler reported non-diminishing adaptation (a paper preset that
+        never stops adapting: its chains are at best approximately invariant)."""
+        return any(r.adaptation == "non-diminishing" for r in self.runs)
+
+    def trace(self) -> pd.DataFrame:
+        """The traces of the group's runs with a ``group`` column holding the label."""
+        return pd.concat([r.trace for r in self.runs], ignore_index=True).assign(
+            group=self.label)
+
+
+def _furthest(runs: list[StoredRun]) -> StoredRun:
+    return max(runs, key=lambda r: (r.iterations, str(r.status.get("updated") or ""),
+                                    str(r.path)))
+
+
+def _value_text(value) -> str:
+    if isinstance(value, float) and value == round(value) and abs(value) < 1e6:
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def group_runs(runs: list[StoredRun]) -> list[Group]:
+    """Group runs by target and full configuration (see the module docstring); sorted by
+    target, then sampler in the paper's order, then label."""
+    from ckam_bench.report.figures import sampler_order
+
+    by_key: dict[tuple[str, str], list[StoredRun]] = {}
+    for run in runs:
+        by_key.setdefault((run.target, run.config_key), []).append(run)
+    groups = []
+    for (target, key), members in by_key.items():
+        by_seed: dict[int, list[StoredRun]] = {}
+        for run in members:
+            by_seed.setdefault(run.seed, []).append(run)
+        kept, duplicates = [], []
+        for seed in sorted(by_seed):
+            best = _furthest(by_seed[seed])
+            kept.append(best)
+            duplicates += [(r, best) for r in by_seed[seed] if r is not best]
+        groups.append(Group(target, kept[0].sampler, key, kept[0].settings, kept, duplicates))
+    for target in {g.target for g in groups}:
+        _label(sorted((g for g in groups if g.target == target), key=lambda g: g.key))
+    order = {name: i for i, name in enumerate(sampler_order(g.sampler for g in groups))}
+    return sorted(groups, key=lambda g: (g.target, order[g.sampler], g.label))
+
+
+def differing_keys(groups: list[Group], keys=None) -> list[str]:
+    """The settings keys whose values are not the same in every group (sorted)."""
+    keys = keys if keys is not None else sorted({k for g in groups for k in g.settings})
+    return [k for k in keys
+            if len({json.dumps(g.settings[k], sort_keys=True, default=str)
+                    if k in g.settings else "<unset>" for g in groups}) > 1]
+
+
+TAG_ORDER = ("choice.kernel", "budget.", "preset", "target.", "sampler.")
+
+
+def _tag(key: str, value) -> str:
+    """Short legend text for one setting: ``matern``, ``20 s``, ``paper_bimodal``, ``k=v``."""
+    if key == "budget.seconds" and isinstance(value, (int, float)):
+        return f"{value:g} s"
+    if key in ("choice.kernel", "preset"):
+        return str(value)
+    return f"{key.removeprefix('sampler.')}={_value_text(value)}"
+
+
+def _label(groups: list[Group], max_tags: int = 3) -> None:
+    """Label each group: its sampler, plus the settings in which it differs from the other
+    groups of the same sampler on the target (a kernel by its name, a budget in seconds, a
+    preset by its name, other keys as ``key=value``); labels are unique."""
+    for group in groups:
+        same = [g for g in groups if g.sampler == group.sampler]
+        keys = differing_keys(same)
+        if "choice.kernel" in keys:  # the kernel's name stands for its parameters
+            keys = [k for k in keys if not k.startswith(("kernel.", "sampler.kernel."))]
+        keys.sort(key=lambda k: (next(i for i, p in enumerate(TAG_ORDER + ("",))
+                                      if k.startswith(p)), k))
+        tags = [_tag(k, group.settings.get(k, "unset")) for k in keys]
+        if len(tags) > max_tags:
+            tags = tags[:max_tags] + [f"+{len(tags) - max_tags} more"]
+        group.label = f"{group.sampler} [{', '.join(tags)}]" if tags else group.sampler
+    seen: dict[str, int] = {}
+    for group in groups:  # labels cut short can coincide: number them
+        seen[group.label] = seen.get(group.label, 0) + 1
+        if seen[group.label] > 1:
+            group.label = f"{group.label} #{seen[group.label]}"
+
+
+def grouping_notes(groups: list[Group], skipped: list[Skipped] = ()) -> list[str]:
+    """What a figure or table of these groups leaves out or keeps apart, one sentence each:
+    duplicated seeds, groups that differ in budget, runs that were skipped."""
+    notes = []
+    for g in groups:
+        if g.duplicates:
+            seeds = sorted({d.seed for d, _ in g.duplicates})
+            notes.append(f"{g.label}: seed(s) {', '.join(map(str, seeds))} were run more than "
+                         f"once; each counts once ({len(g.duplicates)} duplicate run(s) left "
+                         "out, the furthest run kept)")
+    budgets = [k for k in differing_keys(groups) if k.startswith("budget.")]
+    if budgets:
+        notes.append("mixed budgets (" + ", ".join(budgets) + ") are kept apart as separate "
+                     "groups")
+    if skipped:
+        reasons = {}
+        for item in skipped:
+            reasons.setdefault(item.reason.split(" (")[0].split(":")[0], []).append(item)
+        notes.append("left out: " + "; ".join(f"{len(v)} run(s): {k}" for k, v in
+                                              sorted(reasons.items())))
+    return notes
 
 
 # ---------------------------------------------------------------------------- aggregation

@@ -29,9 +29,11 @@ Curves over seeds: median line and a band of percentiles (default 10–90 %) on 
 are still running; the x-axis is logarithmic except in Figs 4/7, the y-axis whenever the values
 span at least a decade. Histograms over seeds: each run's normalised histogram, then the median
 (Figs 10/14, with band) or mean (Fig 12) over runs, so every seed weighs the same. The
-all-sampler figures compare like with like (:func:`comparison_runs`): a sampler run with
-several kernels is shown with its Matérn runs (else its most frequent kernel), and runs with a
-budget other than the one most runs share (e.g. the long cKAM runs of Figs 4/7) are left out.
+all-sampler figures compare like with like (:func:`comparison_groups`): one configuration
+group per sampler (every seed once), a sampler run with several kernels is shown with its
+Matérn runs (else its most frequent kernel), and runs with a budget other than the one most
+runs share (e.g. the long cKAM runs of Figs 4/7) are left out; each caption names what it
+left out and why.
 Every sampler keeps one colour in every figure.
 """
 
@@ -48,7 +50,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ckam_bench.report.aggregate import Results, StoredRun, aggregate, common_grid
+from ckam_bench.report.aggregate import Group, Results, StoredRun, aggregate, common_grid
 
 SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam")
 SAMPLER_COLOURS = {
@@ -90,11 +92,36 @@ class Settings:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A figure written to disk."""
+    """A figure written to disk: the paper's ``number`` (None for other figures), its files,
+    caption, and the report section and title it is shown under."""
 
-    number: int
+    number: int | None
     paths: list[Path]
     caption: str
+    section: str = "Paper figures"
+    title: str = ""
+
+
+@dataclass
+class Drawn:
+    """A drawn figure not yet saved: file stem, figure, caption, report section and title."""
+
+    stem: str
+    figure: Figure
+    caption: str
+    section: str
+    title: str
+
+    def save(self, out_dir: str | Path, formats: tuple[str, ...] = ("png",)) -> Rendered:
+        """Write ``OUT_DIR/<stem>.<format>`` for each format."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for fmt in formats:
+            path = out / f"{self.stem}.{fmt}"
+            self.figure.savefig(path, dpi=DPI, format=fmt)
+            paths.append(path)
+        return Rendered(None, paths, self.caption, self.section, self.title)
 
 
 def colour(name: str, palette: dict = SAMPLER_COLOURS) -> str:
@@ -125,32 +152,58 @@ def _preferred_kernel(runs: list[StoredRun]) -> str:
     return "matern" if "matern" in kernels else kernels.most_common(1)[0][0]
 
 
-def _modal_budget(runs: list[StoredRun]) -> float:
-    """The budget most runs share (the smallest of equally common ones)."""
+def _modal_budget(runs) -> float:
+    """The budget most runs (or groups' runs) share (the smallest of equally common ones)."""
     counts = Counter(r.budget_seconds for r in runs)
     return min(counts, key=lambda b: (-counts[b], b))
 
 
-def comparison_runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
-    """Runs per sampler on ``target`` that compare like with like.
+def comparison_groups(results: Results, target: str) -> dict[str, Group]:
+    """One configuration group per sampler on ``target``, comparing like with like.
 
     One kernel per sampler (Matérn when it was run, else its most frequent one) and one
     budget: the budget most runs on the target share, else the sampler's most common one
-    (so longer runs, e.g. for Figs 4/7, do not enter the all-sampler figures).
+    (so longer runs, e.g. for Figs 4/7, do not enter the all-sampler figures); of the groups
+    left (e.g. two presets), the one with most seeds. Each seed counts once
+    (:func:`ckam_bench.report.aggregate.group_runs`).
     """
-    runs = _target_runs(results, target)
-    sweep_budget = _modal_budget(runs)
-    by_sampler: dict[str, list[StoredRun]] = {}
-    for run in runs:
-        by_sampler.setdefault(run.sampler, []).append(run)
+    groups = results.groups(target)
+    if not groups:
+        raise NotSupported(f"no runs on target {target}")
+    sweep_budget = _modal_budget([r for g in groups for r in g.runs])
     chosen = {}
-    for name in sampler_order(by_sampler):
-        kernel = _preferred_kernel(by_sampler[name])
-        same_kernel = [r for r in by_sampler[name] if r.kernel == kernel]
-        budget = (sweep_budget if any(r.budget_seconds == sweep_budget for r in same_kernel)
-                  else _modal_budget(same_kernel))
-        chosen[name] = [r for r in same_kernel if r.budget_seconds == budget]
+    for name in sampler_order(g.sampler for g in groups):
+        mine = [g for g in groups if g.sampler == name]
+        kernel = _preferred_kernel([r for g in mine for r in g.runs])
+        same_kernel = [g for g in mine if g.kernel == kernel]
+        budget = (sweep_budget if any(g.budget_seconds == sweep_budget for g in same_kernel)
+                  else _modal_budget([r for g in same_kernel for r in g.runs]))
+        same = [g for g in same_kernel if g.budget_seconds == budget]
+        chosen[name] = max(same, key=lambda g: len(g.runs))
     return chosen
+
+
+def comparison_runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
+    """The runs of :func:`comparison_groups`, per sampler."""
+    return {name: g.runs for name, g in comparison_groups(results, target).items()}
+
+
+def left_out(results: Results, target: str, shown: list[Group]) -> str:
+    """A caption sentence naming what a figure of ``shown`` groups leaves out on ``target``
+    and why: other configurations, duplicated seeds, skipped runs ('' when nothing)."""
+    keys = {g.key for g in shown}
+    others = [g for g in results.groups(target) if g.key not in keys]
+    parts = []
+    if others:
+        parts.append("other configurations " + ", ".join(
+            f"{g.label} ({len(g.runs)} run{'s' * (len(g.runs) != 1)})" for g in others))
+    dup = sum(len(g.duplicates) for g in shown)
+    if dup:
+        parts.append(f"{dup} repeated run(s) of a seed already shown")
+    skipped = results.skipped_on(target)
+    if skipped:
+        parts.append(f"{len(skipped)} incomplete or unreadable run(s) (listed in the report)")
+    return (" Left out: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _with_metric(runs: list[StoredRun], y: str) -> pd.DataFrame:
@@ -388,24 +441,28 @@ def figure_kl_all(results: Results, settings: Settings, target: str):
                                "sampler", SAMPLER_COLOURS)
     caption = (f"Symmetric KL divergence against {settings.x_label} on {target}, every sampler: "
                f"median over seeds and {settings.band_text} band (log x-axis). "
-               f"Runs per sampler: {_seed_text(counts, by_sampler)}.")
+               f"Runs per sampler: {_seed_text(counts, by_sampler)}."
+               + left_out(results, target, list(comparison_groups(results, target).values())))
     return fig, caption
 
 
 def figure_kl_long_ckam(results: Results, settings: Settings, target: str):
     """Figs. 4/7: KL of the cKAM runs with the largest budget on ``target`` (linear x)."""
-    runs = results.select(target=target, sampler="ckam")
-    if not runs:
+    groups = [g for g in results.groups(target) if g.sampler == "ckam"]
+    if not groups:
         raise NotSupported(f"no cKAM runs on {target}")
-    kernel = _preferred_kernel(runs)
-    runs = [r for r in runs if r.kernel == kernel]
-    longest = max(r.budget_seconds for r in runs)
-    runs = [r for r in runs if r.budget_seconds >= 0.99 * longest]
+    kernel = _preferred_kernel([r for g in groups for r in g.runs])
+    groups = [g for g in groups if g.kernel == kernel]
+    longest = max(g.budget_seconds for g in groups)
+    group = max((g for g in groups if g.budget_seconds >= 0.99 * longest),
+                key=lambda g: len(g.runs))
+    runs = group.runs
     fig, counts = _metric_vs_x(target, "kl", "symmetric KL", settings,
                                {"ckam": runs}, "sampler", SAMPLER_COLOURS, log_x=False)
     caption = (f"Symmetric KL divergence of the longest cKAM runs on {target} (budget "
                f"{longest:g} s of sampler time, {counts.get('ckam', 0)} seeds) against "
-               f"{settings.x_label}: median and {settings.band_text} band.")
+               f"{settings.x_label}: median and {settings.band_text} band."
+               + left_out(results, target, [group]))
     return fig, caption
 
 
@@ -419,20 +476,21 @@ def figure_ess(results: Results, settings: Settings, target: str = "bimodal"):
                                by_sampler, "sampler", SAMPLER_COLOURS)
     caption = (f"Effective sample size ({name} over coordinates, bulk ESS) against "
                f"{settings.x_label} on {target}: median over seeds and {settings.band_text} "
-               f"band. Runs per sampler: {_seed_text(counts, by_sampler)}.")
+               f"band. Runs per sampler: {_seed_text(counts, by_sampler)}."
+               + left_out(results, target, list(comparison_groups(results, target).values())))
     return fig, caption
 
 
 def figure_kernels(results: Results, settings: Settings, target: str = "bimodal"):
     """Fig. 13: cKAM's KL against the x-axis with each kernel."""
-    runs = results.select(target=target, sampler="ckam")
-    by_kernel: dict[str, list[StoredRun]] = {}
-    for run in runs:
-        by_kernel.setdefault(run.kernel, []).append(run)
-    if runs:
-        budget = _modal_budget(runs)
-        by_kernel = {k: [r for r in group if r.budget_seconds == budget] or group
-                     for k, group in by_kernel.items()}
+    groups = [g for g in results.groups(target) if g.sampler == "ckam"]
+    budget = _modal_budget([r for g in groups for r in g.runs]) if groups else None
+    kernel_groups: dict[str, Group] = {}
+    for kernel in sorted({g.kernel for g in groups}):
+        mine = [g for g in groups if g.kernel == kernel]
+        mine = [g for g in mine if g.budget_seconds == budget] or mine
+        kernel_groups[kernel] = max(mine, key=lambda g: len(g.runs))
+    by_kernel = {k: g.runs for k, g in kernel_groups.items()}
     if len(by_kernel) < 2:
         found = ", ".join(sorted(by_kernel)) or "none"
         raise NotSupported(f"needs cKAM runs on {target} with at least two kernels "
@@ -441,7 +499,8 @@ def figure_kernels(results: Results, settings: Settings, target: str = "bimodal"
                                "kernel", KERNEL_COLOURS)
     caption = (f"Symmetric KL divergence of cKAM on {target} with each kernel against "
                f"{settings.x_label}: median over seeds and {settings.band_text} band. "
-               f"Runs per kernel: {_seed_text(counts, by_kernel)}.")
+               f"Runs per kernel: {_seed_text(counts, by_kernel)}."
+               + left_out(results, target, list(kernel_groups.values())))
     return fig, caption
 
 
@@ -487,7 +546,8 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
     caption = (f"Marginal of coordinate x{j} on {target}: each sampler's sample histogram "
                f"({bins} bins on [{lo:g}, {hi:g}]; median over seeds, {settings.band_text} "
                f"band) against {truth}. Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}.")
+               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
+               + left_out(results, target, list(comparison_groups(results, target).values())))
     return fig, caption
 
 
@@ -526,7 +586,8 @@ def figure_density_per_sampler(results: Results, settings: Settings, target: str
     caption = (f"Density (2-D histogram, {bins} × {bins} bins, mean over seeds of each seed's "
                f"normalised histogram) of the samples collected by each sampler on {target}."
                f"{truth} Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}.")
+               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
+               + left_out(results, target, list(comparison_groups(results, target).values())))
     return fig, caption
 
 
@@ -582,11 +643,6 @@ def render(number: int, results: Results, out_dir: str | Path, settings: Setting
     """
     spec = FIGURES[number]
     fig, caption = spec(results, settings)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for fmt in formats:
-        path = out / f"{spec.stem}.{fmt}"
-        fig.savefig(path, dpi=DPI, format=fmt)
-        paths.append(path)
-    return Rendered(number, paths, caption)
+    saved = Drawn(spec.stem, fig, caption, "Paper figures", f"Figure {number}").save(
+        out_dir, formats)
+    return Rendered(number, saved.paths, caption, saved.section, saved.title)

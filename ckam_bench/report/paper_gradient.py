@@ -12,7 +12,8 @@
 * :func:`figure_neal_scales` — the learned diag(L) of the gad samplers on neal100 against the
   true scales s_i = 0.01 i (paper Fig. 2, second row), from the trace column ``L_diag``.
 
-:func:`render` writes all that the runs support and returns (tables, figures, notes).
+:func:`tables` and :func:`figures` are the sources ``ckam-bench-figures`` registers
+(:data:`ckam_bench.report.cli.TABLE_SOURCES`, :data:`~ckam_bench.report.cli.FIGURE_SOURCES`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.figures import Rendered, colour
+from ckam_bench.report.figures import Drawn, colour
 from ckam_bench.report.tables import Table
 
 TABLE_NUMBERS = {"neal100": 1, "logistic_caravan": 1, "logistic_australian": 2, "logistic_ripley": 3,
@@ -32,6 +33,7 @@ FIGURE_NUMBERS = {"neal100": 3, "logistic_german": 4, "logistic_caravan": 5, "lo
 LABELS = {"gadmala_fast": "gadMALAf", "gadmala_exact": "gadMALAe", "gadrwm": "gadRWM", "am": "AM",
           "rw": "RWM", "mala": "MALA", "hmc": "HMC", "nuts": "NUTS"}
 ORDER = ["gadMALAf", "gadMALAe", "gadRWM", "AM", "RWM", "MALA", "HMC", "NUTS"]
+SECTION = "Gradient-based adaptive MCMC (Titsias & Dellaportas)"
 GAD_SAMPLERS = ("gadmala_fast", "gadmala_exact", "gadrwm", "mala", "hmc", "nuts")
 
 
@@ -111,20 +113,7 @@ def paper_table(results: Results, target: str) -> Table | None:
     return Table(title=title, stem=stem, header=header, latex_header=header, rows=rows)
 
 
-def _save(fig, out_dir: Path, stem: str, formats) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for fmt in formats:
-        path = out_dir / f"{stem}.{fmt}"
-        fig.savefig(path, dpi=130, bbox_inches="tight")
-        paths.append(path)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return paths
-
-
-def figure_log_target(results: Results, target: str, out_dir: Path, formats=("png",)) -> Rendered | None:
+def figure_log_target(results: Results, target: str) -> Drawn | None:
     """log π of the chain over iterations, one line per method (its lowest seed)."""
     import matplotlib.pyplot as plt
 
@@ -159,11 +148,10 @@ def figure_log_target(results: Results, target: str, out_dir: Path, formats=("pn
     fig.tight_layout()
     caption = (f"log π of the chain over iterations (burn-in included) on {target}, one run per method "
                f"(lowest seed); paper {name}.")
-    return Rendered(number=f"gad-{target}-logp", paths=_save(fig, out_dir, f"gad_logp_{target}", formats),
-                    caption=caption)
+    return Drawn(f"gad_logp_{target}", fig, caption, SECTION, f"{target}: log target ({name})")
 
 
-def figure_neal_scales(results: Results, out_dir: Path, formats=("png",)) -> Rendered | None:
+def figure_neal_scales(results: Results) -> Drawn | None:
     """Learned diag(L) of the gad samplers on neal100 (mean over seeds) vs the true s_i."""
     import matplotlib.pyplot as plt
 
@@ -186,14 +174,20 @@ def figure_neal_scales(results: Results, out_dir: Path, formats=("png",)) -> Ren
     ax.legend(fontsize=7)
     ax.set_title("neal100: learned diag(L) (Fig. 2, second row, of Titsias & Dellaportas)", fontsize=9)
     caption = "Learned diagonal of L at the end of the run (mean over seeds) against the true scales s_i."
-    return Rendered(number="gad-neal100-L", paths=_save(fig, out_dir, "gad_neal_diagL", formats), caption=caption)
+    return Drawn("gad_neal_diagL", fig, caption, SECTION, "neal100: learned diag(L) (Fig. 2)")
 
 
-def render(results: Results, out_dir: str | Path, formats=("png",)) -> tuple[list[Table], list[Rendered]]:
-    """Every table and figure of the paper the stored runs support."""
-    out = Path(out_dir)
-    targets = sorted(results.targets, key=lambda t: (TABLE_NUMBERS.get(t, 99), t))
-    tables = [t for t in (paper_table(results, target) for target in targets) if t is not None]
-    figures = [f for f in (figure_log_target(results, target, out, formats) for target in targets) if f is not None]
-    neal = figure_neal_scales(results, out, formats)
-    return tables, figures + ([neal] if neal is not None else [])
+def _targets(results: Results) -> list[str]:
+    return sorted(results.targets, key=lambda t: (TABLE_NUMBERS.get(t, 99), t))
+
+
+def tables(results: Results) -> list[Table]:
+    """Tables 1–7: one per target the stored gad runs cover."""
+    return [t for t in (paper_table(results, target) for target in _targets(results)) if t is not None]
+
+
+def figures(results: Results, settings=None) -> list[Drawn]:
+    """The log-target traces (Figs 3–6) and the learned diag(L) on neal100 (Fig. 2)."""
+    drawn = [figure_log_target(results, target) for target in _targets(results)]
+    drawn.append(figure_neal_scales(results))
+    return [d for d in drawn if d is not None]

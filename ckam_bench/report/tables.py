@@ -1,8 +1,9 @@
 """Tables from stored runs, as markdown and LaTeX.
 
 * **Hyperparameters as run** (the cKAM paper's Tables 1–3 for bimodal, gmm2d, gmm32; an
-  unnumbered table for any other target): one row per sampler (per sampler, kernel and budget
-  when a sampler ran with several, see :func:`row_groups`), read from each run's stored
+  unnumbered table for any other target): one row per configuration group (a sampler run with
+  several kernels, budgets, presets or settings gets a row for each, every seed once, see
+  :func:`row_groups`; the table's notes say what was kept apart or left out), read from each run's stored
   config. Columns: (initial) step size ν (``step_size``); RM step size η, the learning rate
   of AM/RBAM (``rate``: a constant value, or the schedule it follows); RM rate ε and optimal
   acceptance α* (``adaptation.epsilon`` / ``adaptation.target_accept``, η_t = (1+t)^-ε);
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ckam_bench.report.aggregate import Results, StoredRun, final_rows
+from ckam_bench.report.aggregate import Results, StoredRun, final_rows, grouping_notes
 from ckam_bench.report.figures import sampler_order
 
 PAPER_TABLES = {"bimodal": 1, "gmm2d": 2, "gmm32": 3}
@@ -64,6 +65,8 @@ class Table:
     header: list[str]
     latex_header: list[str]
     rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    sort_keys: list[list[float | None]] | None = None
 
     def markdown(self) -> str:
         lines = [f"**{self.title}**", "",
@@ -71,6 +74,7 @@ class Table:
                  "|" + "|".join("---" for _ in self.header) + "|"]
         lines += ["| " + " | ".join(cell.replace("|", r"\|") for cell in row) + " |"
                   for row in self.rows]
+        lines += [""] + [f"Note: {note}." for note in self.notes] if self.notes else []
         return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
@@ -79,7 +83,9 @@ class Table:
                  rf"\begin{{tabular}}{{{spec}}}", r"\hline",
                  " & ".join(self.latex_header) + r" \\", r"\hline"]
         lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in self.rows]
-        lines += [r"\hline", r"\end{tabular}", r"\end{table}"]
+        lines += [r"\hline", r"\end{tabular}"]
+        lines += [latex_escape(f"Note: {note}.") + r"\\" for note in self.notes]
+        lines += [r"\end{table}"]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: str | Path) -> list[Path]:
@@ -216,34 +222,22 @@ def _agree(values: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- rows
-def row_groups(runs: list[StoredRun]) -> list[tuple[str, list[StoredRun]]]:
-    """(label, runs) per sampler in the paper's order.
+def row_groups(results: Results, target: str) -> list[tuple[str, list[StoredRun]]]:
+    """(label, runs) per configuration group on ``target`` (sampler in the paper's order;
+    :func:`ckam_bench.report.aggregate.group_runs`): one row per full configuration, each
+    seed once, labelled by what tells it apart (``"ckam [matern, 20 s]"``)."""
+    return [(g.label, g.runs) for g in results.groups(target)]
 
-    A sampler run with several kernels or budgets gets one row for each, labelled
-    ``"ckam [gaussian]"``, ``"ckam [matern, 600 s]"``, … (only what varies is named).
-    """
-    by_sampler: dict[str, list[StoredRun]] = {}
-    for run in runs:
-        by_sampler.setdefault(run.sampler, []).append(run)
-    groups = []
-    for name in sampler_order(by_sampler):
-        members = by_sampler[name]
-        kernels = sorted({r.kernel for r in members})
-        budgets = sorted({r.budget_seconds for r in members})
-        for kernel in kernels:
-            for budget in budgets:
-                rows = [r for r in members if r.kernel == kernel and r.budget_seconds == budget]
-                if not rows:
-                    continue
-                tags = ([kernel] if len(kernels) > 1 else []) + (
-                    [f"{budget:g} s"] if len(budgets) > 1 else [])
-                groups.append((f"{name} [{', '.join(tags)}]" if tags else name, rows))
-    return groups
+
+def table_notes(results: Results, target: str) -> list[str]:
+    """What the tables of ``target`` keep apart or leave out (duplicates, mixed budgets,
+    skipped runs)."""
+    return grouping_notes(results.groups(target), results.skipped_on(target))
 
 
 def hyperparameter_table(results: Results, target: str) -> Table:
     """The hyperparameters actually run on ``target`` (cKAM Tables 1–3)."""
-    groups = row_groups(results.select(target=target))
+    groups = row_groups(results, target)
     rows = []
     for label, runs in groups:
         cells = [hyperparameters((r.config or {}).get("sampler") or {}) for r in runs]
@@ -255,13 +249,13 @@ def hyperparameter_table(results: Results, target: str) -> Table:
     return Table(title=f"{prefix}Hyperparameters as run on {target}", stem=stem,
                  header=["sampler", *(h for _, h, _ in HYPER_COLUMNS), "runs"],
                  latex_header=["sampler", *(t for _, _, t in HYPER_COLUMNS), "runs"],
-                 rows=rows)
+                 rows=rows, notes=table_notes(results, target))
 
 
 def results_table(results: Results, target: str) -> Table:
     """Final metrics per sampler on ``target``: mean ± sd over seeds, and the seed count."""
     rows = []
-    for label, runs in row_groups(results.select(target=target)):
+    for label, runs in row_groups(results, target):
         last = final_rows(pd.concat([r.trace for r in runs], ignore_index=True))
         cells = [mean_sd(last[col]) if col in last.columns else NA
                  for col, _, _ in RESULT_COLUMNS]
@@ -270,7 +264,7 @@ def results_table(results: Results, target: str) -> Table:
                  stem=f"results_{target}",
                  header=["sampler", *(h for _, h, _ in RESULT_COLUMNS), "seeds"],
                  latex_header=["sampler", *(t for _, _, t in RESULT_COLUMNS), "seeds"],
-                 rows=rows)
+                 rows=rows, notes=table_notes(results, target))
 
 
 def all_tables(results: Results) -> list[Table]:

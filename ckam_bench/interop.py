@@ -1,0 +1,149 @@
+"""Stored runs as ArviZ data: one call, :func:`to_datatree`.
+
+``to_datatree(runs)`` turns one stored run, or the runs of several seeds of one configuration
+(as chains), into an :class:`xarray.DataTree` laid out the way ArviZ (``arviz-base``,
+``arviz-stats``, ``arviz-plots``) expects, so its diagnostics and plots work directly::
+
+    import arviz_stats as azs
+    from ckam_bench.interop import to_datatree
+
+    dt = to_datatree("outputs/multirun/2026-11-23/10-00-00_ab12cd")  # a one-config sweep
+    azs.ess(dt), azs.rhat(dt), azs.mcse(dt)
+
+Groups:
+
+* ``posterior`` — variable ``x`` with dims ``(chain, draw, dim)``: each run's stored sample
+  (``samples.parquet``, the bounded evenly thinned record of the collected states). Chain c is
+  the c-th run in seed order; ``draw`` is the position in the stored sample, and the
+  coordinate ``index`` (chain, draw) the position of that state in the collected chain.
+* ``sample_stats`` — from ``diagnostics.parquet``, per recorded iteration (all iterations of
+  the head of the run, then thinned; uncollected phases such as cKAM's exploration included):
+  ``acceptance_rate`` (the MH acceptance probability), ``accepted``, ``step_size``, ``noise``,
+  ``phase`` and, when the sampler records it, ``lp`` (log target density of the state). Its
+  ``draw`` is the position in the diagnostics record, with the coordinate ``iteration``.
+
+Chains of unequal length are cut to the shortest (``attrs["truncated_to"]`` says so). The
+root's ``attrs`` hold the run ids, seeds, sampler, target and the configuration. Runs of
+different configurations are refused (``ValueError`` naming the settings that differ), so a
+set of chains is always one configuration with several seeds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+STATS = {  # diagnostics column -> ArviZ sample_stats name
+    "accept_prob": "acceptance_rate",
+    "accepted": "accepted",
+    "step_size": "step_size",
+    "noise": "noise",
+    "phase": "phase",
+    "logp": "lp",
+}
+
+
+def _runs(source):
+    """StoredRun objects from a run folder, a folder of runs of one configuration, a
+    StoredRun, or a list of either."""
+    from ckam_bench.report.aggregate import StoredRun, load_results
+
+    items = source if isinstance(source, (list, tuple)) else [source]
+    runs = []
+    for item in items:
+        if isinstance(item, StoredRun):
+            runs.append(item)
+            continue
+        results = load_results(Path(item), include_incomplete=True)
+        if not results.runs:
+            why = "; ".join(str(s) for s in results.skipped) or "no run folder found"
+            raise ValueError(f"{item}: no usable run ({why})")
+        runs.extend(results.runs)
+    return runs
+
+
+def to_datatree(source, *, stats: bool = True):
+    """One stored run, or the seeds of one configuration as chains, as an ArviZ DataTree.
+
+    ``source``: a run folder, a folder holding the runs of one configuration (e.g. a sweep
+    over seeds), a :class:`~ckam_bench.report.aggregate.StoredRun`, or a list of those.
+    ``stats=False`` leaves out ``sample_stats``. See the module docstring for the layout.
+    """
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+    from ckam_bench.report.aggregate import differing_keys, group_runs
+
+    runs = _runs(source)
+    groups = group_runs(runs)
+    if len({g.key for g in groups}) > 1 or len({g.target for g in groups}) > 1:
+        keys = differing_keys(groups)
+        raise ValueError("runs of different configurations cannot be chains of one posterior "
+                         f"(they differ in {', '.join(keys[:6]) or 'target'}); "
+                         "pass the runs of one configuration")
+    group = groups[0]
+    runs = group.runs  # one per seed, seed order
+    samples = []
+    for run in runs:
+        frame = run.samples()
+        if frame is None or frame.empty:
+            raise ValueError(f"{run.path}: no stored samples")
+        samples.append(frame)
+    cols = sorted((c for c in samples[0].columns if c.startswith("x") and c[1:].isdigit()),
+                  key=lambda c: int(c[1:]))
+    n = min(len(f) for f in samples)
+    attrs = {
+        "ckam_run_ids": [r.run_id for r in runs],
+        "ckam_seeds": [r.seed for r in runs],
+        "ckam_sampler": group.sampler,
+        "ckam_target": group.target,
+        "ckam_label": group.label,
+        "ckam_config": json.dumps(group.settings, sort_keys=True, default=str),
+        "ckam_paths": [str(r.path) for r in runs],
+    }
+    post_attrs = dict(attrs)
+    if any(len(f) != n for f in samples):
+        post_attrs["truncated_to"] = n
+    x = np.stack([f[cols].to_numpy(float)[:n] for f in samples])
+    index = np.stack([f["index"].to_numpy(np.int64)[:n] if "index" in f
+                      else np.arange(n) for f in samples])
+    posterior = dict_to_dataset({"x": x}, dims={"x": ["dim"]}, attrs=post_attrs)
+    posterior = posterior.assign_coords(index=(("chain", "draw"), index))
+    tree = {"posterior": posterior}
+    if stats:
+        diags = [run.diagnostics() for run in runs]
+        if all(d is not None and not d.empty for d in diags):
+            m = min(len(d) for d in diags)
+            data = {name: np.stack([d[col].to_numpy()[:m] for d in diags])
+                    for col, name in STATS.items() if all(col in d for d in diags)}
+            data = {k: (v.astype(float) if v.dtype == object else v) for k, v in data.items()}
+            stat_attrs = dict(attrs)
+            if any(len(d) != m for d in diags):
+                stat_attrs["truncated_to"] = m
+            ds = dict_to_dataset(data, attrs=stat_attrs)
+            iteration = np.stack([d["iteration"].to_numpy(np.int64)[:m] for d in diags])
+            tree["sample_stats"] = ds.assign_coords(iteration=(("chain", "draw"), iteration))
+    dt = xr.DataTree.from_dict(tree)
+    dt.attrs.update(attrs)
+    return dt
+
+
+def seed_diagnostics(runs) -> dict[str, float]:
+    """R-hat and MCSE across the seeds of one configuration, from arviz-stats.
+
+    Returns ``rhat`` (the largest rank-normalised split R-hat over coordinates) and ``mcse``
+    (the largest Monte Carlo standard error of the mean over coordinates), NaN when fewer than
+    two runs have stored samples.
+    """
+    import arviz_stats as azs
+
+    runs = [r for r in runs if r.has_samples]
+    if len(runs) < 2:
+        return {"rhat": float("nan"), "mcse": float("nan")}
+    dt = to_datatree(list(runs), stats=False)
+    rhat = azs.rhat(dt)["x"].values
+    mcse = azs.mcse(dt, method="mean")["x"].values
+    return {"rhat": float(np.nanmax(rhat)), "mcse": float(np.nanmax(mcse))}
+

@@ -1,0 +1,59 @@
+"""End of a sweep: render its report and print where it is, with the ranking per target.
+
+:class:`SweepReport` is a Hydra callback (``hydra.callbacks.sweep_report`` in
+``conf/config.yaml``). When a multirun ends — all jobs done, with the local, joblib or
+submitit (SLURM) launcher alike, since its ``on_multirun_end`` runs in the submitting process
+— it loads the runs under the sweep folder, writes ``SWEEP_DIR/report/`` with
+:func:`ckam_bench.report.cli.build_report` (generic figures as PNG, tables, ``report.md``,
+``report.html``) and prints the HTML report's path and each target's ranking table. Any
+failure is reported in one line and never changes the sweep's exit status.
+
+Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (false: tables and reports only,
+faster for large sweeps), ``folder`` (the report's sub-folder of the sweep folder).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+
+class SweepReport(Callback):
+    """Hydra callback: the report of a sweep, rendered when the sweep ends."""
+
+    def __init__(self, figures: bool = True, folder: str = "report"):
+        self.figures = bool(figures)
+        self.folder = str(folder)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        try:
+            self.report(Path(str(config.hydra.sweep.dir)))
+        except Exception as exc:  # the sweep's own result must not depend on its report
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            print(f"ckam-bench: no sweep report ({type(exc).__name__}: {first})",
+                  file=sys.stderr)
+
+    def report(self, sweep_dir: Path):
+        """Build the report of the runs under ``sweep_dir``; returns it (None: no runs)."""
+        from ckam_bench.report import generic
+        from ckam_bench.report.aggregate import load_results
+        from ckam_bench.report.cli import build_report
+
+        results = load_results(sweep_dir)
+        if not results.runs:
+            print(f"ckam-bench: sweep report: no complete run under {sweep_dir}",
+                  file=sys.stderr)
+            return None
+        kinds = list(generic.GENERIC) if self.figures else []
+        report = build_report(results, sweep_dir / self.folder, kinds=kinds, formats=("png",),
+                              log=lambda line: None)
+        lines = [f"ckam-bench: sweep report: {report.html}",
+                 f"  ({len(results.runs)} runs in {len(results.groups())} configuration groups"
+                 f"{f', {len(results.skipped)} skipped' if results.skipped else ''}; "
+                 f"markdown: {report.markdown})", ""]
+        lines += [table.markdown() for table in report.rankings]
+        print("\n".join(lines), flush=True)
+        return report

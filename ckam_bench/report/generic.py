@@ -1,0 +1,400 @@
+"""Figures for any target, built-in or a user's own, from stored runs only.
+
+Every function here is called as ``f(results, settings, target) -> list[Drawn]`` (registry
+:data:`GENERIC`) and raises :class:`~ckam_bench.report.figures.NotSupported` with a one-line
+reason when the runs cannot support it. Curves and histograms are drawn per configuration
+group (:func:`ckam_bench.report.aggregate.group_runs`: full configuration, each seed once), so
+a legend never merges budgets, presets or hyperparameters; every caption lists the groups with
+their seed counts and what was kept apart or left out.
+
+* :func:`metric_figures` — each numeric metric column of the traces (KL, ESS, acceptance, step
+  size, b² and moment errors, a sampler's own columns, …) against every x axis the traces
+  support (sampler seconds, iterations, density evaluations, gradient evaluations; one panel
+  each): median over seeds and a band. b² gets the 0.01 accuracy line.
+* :func:`marginal_figures` — a histogram of every coordinate per group (median over seeds of
+  each seed's normalised histogram), against the truth the target offers: its exact marginal
+  density, else a histogram of 20 000 exact draws, else its reference sample
+  (:func:`ckam_bench.reference.load_reference`), else none. 16 coordinates per figure.
+* :func:`pair_figures` — 2-D projections of the stored samples, one row per group and one
+  column per pair of coordinates (all pairs up to 4 coordinates; in higher dimension 4 chosen
+  coordinates: the first, the last and two evenly between), over the target's density (2-D
+  targets) or a histogram of exact draws or the reference sample.
+* :func:`diagnostics_figure` — per group (its lowest seed), over iterations: step size, the
+  acceptance rate in a moving window, the phase, and log π of the chain's state when the
+  sampler records it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import NullLocator
+
+from ckam_bench.report.aggregate import Group, Results, grouping_notes
+from ckam_bench.report.figures import (
+    Drawn,
+    NotSupported,
+    Settings,
+    _built_target,
+    _curves,
+    _new_figure,
+    _panels,
+    _samples,
+    colour,
+)
+
+X_AXES = ("sampler_seconds", "iterations", "n_density", "n_grad")
+NOT_METRICS = {"checkpoint", "seed", "sampler_seconds", "sampler_wall_seconds",
+               "sampler_cpu_seconds", "wall_seconds", "eval_seconds", "iterations",
+               "n_collected", "n_density", "n_grad"}
+THRESHOLD = 0.01
+PER_FIGURE = 16
+MAX_GROUPS = 8
+EXACT_DRAWS = 20_000
+SECTION = "Figures per target"
+
+
+def _stem(target: str, name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{target}_{name}")
+
+
+def _groups(results: Results, target: str) -> list[Group]:
+    groups = results.groups(target)
+    if not groups:
+        raise NotSupported(f"no runs on target {target}")
+    return groups
+
+
+def _group_text(groups: list[Group]) -> str:
+    return "; ".join(f"{g.label} ({len(g.runs)} seed{'s' * (len(g.runs) != 1)})"
+                     for g in groups)
+
+
+def _notes(results: Results, target: str, groups: list[Group], shown: list[Group]) -> str:
+    notes = grouping_notes(shown, results.skipped_on(target))
+    hidden = [g.label for g in groups if g not in shown]
+    if hidden:
+        notes.append(f"not shown (more than {MAX_GROUPS} groups): {', '.join(hidden)}")
+    return "".join(f" Note: {n}." for n in notes)
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    """Numeric trace columns with a finite value that are not labels, clocks or counters
+    (all-zero counters such as ``n_jitter`` are left out)."""
+    out = []
+    for col in frame.columns:
+        if col in NOT_METRICS or not pd.api.types.is_numeric_dtype(frame[col]) \
+                or pd.api.types.is_bool_dtype(frame[col]):
+            continue
+        values = frame[col].to_numpy(float)
+        finite = values[np.isfinite(values)]
+        if finite.size and not (col.startswith("n_") and not finite.any()):
+            out.append(col)
+    return out
+
+
+def x_axes(frame: pd.DataFrame) -> list[str]:
+    """The x axes the traces support (a column with a positive value)."""
+    return [x for x in X_AXES if x in frame.columns
+            and (pd.to_numeric(frame[x], errors="coerce") > 0).any()]
+
+
+def metric_figures(results: Results, settings: Settings, target: str) -> list[Drawn]:
+    """Each metric column against each x axis (see the module docstring)."""
+    groups = _groups(results, target)
+    frame = pd.concat([g.trace() for g in groups], ignore_index=True)
+    xs = x_axes(frame)
+    if not xs:
+        raise NotSupported(f"the traces on {target} have no positive x-axis values")
+    palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in groups}
+    drawn = []
+    for col in metric_columns(frame):
+        fig, axes = _panels(len(xs), ncols=len(xs), width=3.6, height=3.0, sharex=False,
+                            sharey=True)
+        used = []
+        for ax, x in zip(axes, xs):
+            try:
+                _curves(ax, frame, col, "group", replace(settings, x=x), True, palette)
+            except NotSupported:
+                ax.set_visible(False)
+                continue
+            if col == "bias2":
+                ax.axhline(THRESHOLD, color="black", lw=0.8, ls="--")
+            ax.xaxis.set_minor_locator(NullLocator())  # log minor ticks: most of the
+            ax.yaxis.set_minor_locator(NullLocator())  # drawing time, little information
+            ax.set_xlabel(replace(settings, x=x).x_label)
+            used.append(replace(settings, x=x).x_label)
+        if not used:
+            continue
+        axes[0].set_ylabel(col)
+        fig.suptitle(f"{col} on {target}")
+        extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
+        caption = (f"{col} against {', '.join(used)} on {target}: median over seeds and "
+                   f"{settings.band_text} band per configuration group (drawn where at least "
+                   f"half of a group's runs have a value).{extra} Groups: "
+                   f"{_group_text(groups)}." + _notes(results, target, groups, groups))
+        drawn.append(Drawn(_stem(target, f"metric_{col}"), fig, caption, SECTION,
+                           f"{target}: {col}"))
+    if not drawn:
+        raise NotSupported(f"no metric column with finite values on {target}")
+    return drawn
+
+
+def _target(groups: list[Group]):
+    try:
+        return _built_target([r for g in groups for r in g.runs])
+    except NotSupported:
+        return None
+
+
+def _reference(tgt):
+    """The target's reference sample (n, d), or None."""
+    try:
+        from ckam_bench.reference import load_reference
+    except ImportError:
+        return None
+    try:
+        ref = load_reference(tgt)
+    except Exception:  # a damaged or foreign reference file must not stop the figure
+        return None
+    return None if ref is None else np.asarray(ref.samples, float)
+
+
+def truth(tgt) -> tuple[str, np.ndarray | None]:
+    """What the target offers to compare samples with: ("marginal", None) for exact
+    marginals, ("exact draws", draws), ("reference sample", samples) or ("none", None)."""
+    if tgt is None:
+        return "none", None
+    draws = None
+    if tgt.has_exact_sampler:
+        draws = tgt.sample(EXACT_DRAWS, np.random.default_rng(0))
+    if tgt.has_marginals:
+        return "marginal", draws
+    if draws is not None:
+        return "exact draws", draws
+    ref = _reference(tgt)
+    return ("reference sample", ref) if ref is not None else ("none", None)
+
+
+def _group_samples(groups: list[Group]) -> dict[str, list[np.ndarray]]:
+    out = {}
+    for g in groups:
+        runs = [s for s in (_samples(r) for r in g.runs if r.has_samples)
+                if s is not None and len(s)]
+        if runs:
+            out[g.label] = runs
+    return out
+
+
+def _range(tgt, j: int, arrays: list[np.ndarray]) -> tuple[float, float]:
+    if tgt is not None and tgt.box is not None:
+        lo, hi = tgt.box[j]
+        return float(lo), float(hi)
+    column = np.concatenate([a[:, j] for a in arrays])
+    lo, hi = (float(v) for v in np.percentile(column[np.isfinite(column)], [0.5, 99.5]))
+    return (lo, hi) if hi > lo else (lo - 0.5, lo + 0.5)
+
+
+def marginal_figures(results: Results, settings: Settings, target: str,
+                     bins: int = 60) -> list[Drawn]:
+    """Histogram of every coordinate per group against the target's truth."""
+    groups = _groups(results, target)
+    samples = _group_samples(groups[:MAX_GROUPS])
+    if not samples:
+        raise NotSupported(f"no stored samples on {target}")
+    dim = next(iter(samples.values()))[0].shape[1]
+    tgt = _target(groups)
+    kind, draws = truth(tgt)
+    shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
+    palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in shown}
+    q_lo, q_hi = settings.band
+    drawn = []
+    for start in range(0, dim, PER_FIGURE):
+        coords = list(range(start, min(dim, start + PER_FIGURE)))
+        fig, axes = _panels(len(coords), ncols=4, width=3.2, height=2.5, sharex=False)
+        for ax, j in zip(axes, coords):
+            pooled = [s for runs in samples.values() for s in runs]
+            lo, hi = _range(tgt, j, pooled + ([draws] if draws is not None else []))
+            edges = np.linspace(lo, hi, bins + 1)
+            width = np.diff(edges)
+            if kind == "marginal":
+                xs = np.linspace(lo, hi, 400)
+                ax.plot(xs, np.exp(tgt.marginal_logpdf(j, xs)), color="black", lw=1.0,
+                        label="exact")
+            elif draws is not None:
+                ref = np.histogram(draws[:, j], edges)[0] / (len(draws) * width)
+                ax.stairs(ref, edges, color="0.6", fill=True, alpha=0.5, label=kind)
+            for label, runs in samples.items():
+                dens = np.array([np.histogram(s[:, j], edges)[0] / (len(s) * width)
+                                 for s in runs])
+                med, b_lo, b_hi = np.percentile(dens, [50.0, q_lo, q_hi], axis=0)
+                c = palette[label]
+                if len(runs) > 1:
+                    ax.fill_between(edges, np.append(b_lo, b_lo[-1]), np.append(b_hi, b_hi[-1]),
+                                    step="post", color=c, alpha=0.15, lw=0)
+                ax.stairs(med, edges, color=c, lw=1.1, label=f"{label} (n={len(runs)})")
+            ax.set_xlabel(f"x{j}")
+        axes[0].set_ylabel("density")
+        axes[0].legend(fontsize="x-small", frameon=False)
+        truth_text = {"marginal": "the exact marginal density (black)",
+                      "exact draws": f"a histogram of {EXACT_DRAWS:,} exact draws (grey)",
+                      "reference sample": "a histogram of the reference sample (grey)",
+                      "none": "no truth (the target has no exact marginals, exact draws or "
+                              "reference sample)"}[kind]
+        caption = (f"Marginals of coordinates x{coords[0]}–x{coords[-1]} of the {dim}-D {target} "
+                   f"target: each group's sample histogram ({bins} bins; median over seeds of "
+                   f"each seed's normalised histogram, {settings.band_text} band) against "
+                   f"{truth_text}. Groups: {_group_text(shown)}."
+                   + _notes(results, target, groups, shown))
+        part = f"_{start // PER_FIGURE + 1}" if dim > PER_FIGURE else ""
+        drawn.append(Drawn(_stem(target, f"marginals{part}"), fig, caption, SECTION,
+                           f"{target}: marginals x{coords[0]}–x{coords[-1]}"))
+    return drawn
+
+
+def chosen_coordinates(dim: int, k: int = 4) -> list[int]:
+    """All coordinates up to ``k``; else the first, the last and evenly spaced ones between."""
+    if dim <= k:
+        return list(range(dim))
+    return sorted({int(round(v)) for v in np.linspace(0, dim - 1, k)})
+
+
+def pair_figures(results: Results, settings: Settings, target: str,
+                 points: int = 3000, resolution: int = 120) -> list[Drawn]:
+    """2-D projections of the samples per group over the target's density or its draws."""
+    groups = _groups(results, target)
+    samples = _group_samples(groups[:MAX_GROUPS])
+    if not samples:
+        raise NotSupported(f"no stored samples on {target}")
+    dim = next(iter(samples.values()))[0].shape[1]
+    if dim < 2:
+        raise NotSupported(f"target {target} is 1-D: no pairs")
+    coords = chosen_coordinates(dim)
+    pairs = list(combinations(coords, 2))
+    tgt = _target(groups)
+    kind, draws = truth(tgt)
+    shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
+    fig, axes = _panels(len(shown) * len(pairs), ncols=len(pairs), width=2.9, height=2.7,
+                        sharex=False)
+    axes = axes.reshape(len(shown), len(pairs))
+    pooled = [s for runs in samples.values() for s in runs]
+    backgrounds = []
+    for j, k in pairs:
+        (a_lo, a_hi) = _range(tgt, j, pooled)
+        (b_lo, b_hi) = _range(tgt, k, pooled)
+        image = None
+        if dim == 2 and tgt is not None:
+            ga, gb = np.meshgrid(np.linspace(a_lo, a_hi, resolution),
+                                 np.linspace(b_lo, b_hi, resolution))
+            logp = tgt._log_density_batch(np.column_stack([ga.ravel(), gb.ravel()]))
+            logp = np.where(np.isfinite(logp), logp, -np.inf)
+            image = np.exp(logp - np.max(logp)).reshape(ga.shape)
+        elif draws is not None:
+            image = np.histogram2d(draws[:, k], draws[:, j], resolution,
+                                   [[b_lo, b_hi], [a_lo, a_hi]])[0]
+        backgrounds.append(((a_lo, a_hi, b_lo, b_hi), image))
+    rng = np.random.default_rng(0)
+    for row, group in zip(axes, shown):
+        runs = samples[group.label]
+        stacked = np.concatenate(runs)
+        take = stacked[rng.choice(len(stacked), min(points, len(stacked)), replace=False)]
+        c = colour(group.sampler if group.label == group.sampler else group.label)
+        for ax, (j, k), (extent, image) in zip(row, pairs, backgrounds):
+            if image is not None:
+                ax.imshow(image, origin="lower", extent=extent, cmap="Greys", aspect="auto",
+                          interpolation="nearest", alpha=0.6)
+            ax.scatter(take[:, j], take[:, k], s=2, color=c, alpha=0.4, lw=0)
+            ax.set_xlim(extent[0], extent[1])
+            ax.set_ylim(extent[2], extent[3])
+            ax.set_xlabel(f"x{j}")
+            ax.set_ylabel(f"x{k}")
+        row[0].set_title(f"{group.label} (n={len(runs)})", fontsize="small", loc="left")
+    background = ("the target's density (grey)" if dim == 2 and tgt is not None else
+                  f"a 2-D histogram of {kind} (grey)" if draws is not None else "no background "
+                  "(the target offers no density plot, exact draws or reference sample)")
+    which = ("" if dim <= 4 else
+             f" In {dim} dimensions only coordinates {', '.join(f'x{c}' for c in coords)} "
+             "are shown.")
+    caption = (f"Pairwise projections of the stored samples on {target} (up to {points:,} "
+               f"points per group, pooled over seeds) over {background}.{which} Groups: "
+               f"{_group_text(shown)}." + _notes(results, target, groups, shown))
+    return [Drawn(_stem(target, "pairs"), fig, caption, SECTION, f"{target}: pairs")]
+
+
+def diagnostics_figure(results: Results, settings: Settings, target: str,
+                       window: int = 200) -> list[Drawn]:
+    """Step size, windowed acceptance, phase and log π over iterations, per group."""
+    groups = [g for g in _groups(results, target)[:MAX_GROUPS]
+              if any(r.has_diagnostics for r in g.runs)]
+    if not groups:
+        raise NotSupported(f"no run on {target} has diagnostics")
+    shown = []
+    for g in groups:
+        run = min((r for r in g.runs if r.has_diagnostics), key=lambda r: r.seed)
+        diag = run.diagnostics()
+        if diag is not None and not diag.empty:
+            shown.append((g, run, diag))
+    if not shown:
+        raise NotSupported(f"the diagnostics on {target} hold no iterations")
+    rows = ["step_size", "acceptance", "phase"]
+    if any("logp" in d.columns and np.isfinite(d["logp"].to_numpy(float)).any()
+           for _, _, d in shown):
+        rows.append("logp")
+    fig = _new_figure(3.4 * len(shown), 2.0 * len(rows) + 0.6)
+    axes = np.asarray(fig.subplots(len(rows), len(shown), sharex="col", squeeze=False))
+    for col, (g, run, diag) in enumerate(shown):
+        it = diag["iteration"].to_numpy()
+        c = colour(g.sampler if g.label == g.sampler else g.label)
+        for row, name in enumerate(rows):
+            ax = axes[row, col]
+            if name == "acceptance":
+                acc = diag["accepted"].to_numpy(float) if "accepted" in diag else None
+                if acc is not None and len(acc):
+                    w = max(1, min(window, len(acc)))
+                    y = np.convolve(acc, np.ones(w) / w, mode="same")
+                    ax.plot(it, y, color=c, lw=0.8)
+            elif name == "phase" and "phase" in diag:
+                ax.step(it, diag["phase"].to_numpy(float), where="post", color=c, lw=0.8)
+                names = (diag[["phase", "phase_name"]].drop_duplicates()
+                         if "phase_name" in diag else None)
+                if names is not None:
+                    ax.set_yticks(names["phase"].to_numpy(float), names["phase_name"].tolist(),
+                                  fontsize="x-small")
+            elif name in diag:
+                ax.plot(it, diag[name].to_numpy(float), color=c, lw=0.8)
+            if col == 0:
+                ax.set_ylabel({"step_size": "step size", "acceptance": "acceptance",
+                               "phase": "phase", "logp": "log π"}[name])
+        axes[0, col].set_title(f"{g.label}, seed {run.seed}", fontsize="small", loc="left")
+        axes[-1, col].set_xlabel("iteration")
+    caption = (f"Per-iteration diagnostics on {target}, one column per configuration group "
+               f"(its lowest seed): step size, acceptance rate in a moving window of {window} "
+               "iterations, the sampler's phase"
+               + (", and log π of the chain's state" if "logp" in rows else "")
+               + ". Every iteration of the head of a run is recorded, later ones thinned "
+               "evenly (diagnostics.parquet)." + _notes(results, target, groups,
+                                                        [g for g, _, _ in shown]))
+    return [Drawn(_stem(target, "diagnostics"), fig, caption, SECTION,
+                  f"{target}: diagnostics over iterations")]
+
+
+GENERIC = {
+    "metrics": metric_figures,
+    "marginals": marginal_figures,
+    "pairs": pair_figures,
+    "diagnostics": diagnostics_figure,
+}
+
+
+def generic_figures(results: Results, settings: Settings, target: str):
+    """Every generic figure on ``target``: yields ``(name, list[Drawn] | NotSupported)``."""
+    for name, draw in GENERIC.items():
+        try:
+            yield name, draw(results, settings, target)
+        except NotSupported as why:
+            yield name, why
+

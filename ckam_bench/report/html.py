@@ -1,0 +1,228 @@
+"""The self-contained HTML report (``OUT_DIR/report.html``).
+
+One file that opens from disk in any browser with no server and no network: every figure is
+embedded as a ``data:image/png;base64`` URI, the style sheet and the table-sorting script are
+inline (plain JavaScript, no library), nothing is fetched. Sections:
+
+* the ranking table of each target (:mod:`ckam_bench.report.ranking`);
+* the figures, by section (the paper's figures, then the generic figures of each target),
+  each with its caption;
+* the other tables (hyperparameters as run, results);
+* validity: the configuration groups whose sampler reports non-diminishing adaptation
+  (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
+* the run inventory: one row per loaded run (target, group, sampler, seed, state, budget,
+  iterations, sampler seconds, adaptation, config hash, start and update times, package
+  version, folder), whether it was used or left out as a duplicate seed, and per group the
+  full configuration and provenance (package versions, platform) in a collapsible block;
+* what was not used: skipped runs and figures that were not rendered, with the reason.
+
+Every table with class ``sortable`` sorts on a click on a column header (numbers by value,
+using the cell's ``data-sort`` when present, text otherwise; a second click reverses).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import json
+import math
+from pathlib import Path
+
+from ckam_bench.report.aggregate import Results
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1250px;
+padding:1em 2em;color:#222;line-height:1.4}
+h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0 .3em;font-size:.85em}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:' \\25B2'}
+table.sortable th[aria-sort=descending]::after{content:' \\25BC'}
+figure{margin:1.2em 0;padding:.5em;border:1px solid #eee}
+figure img{max-width:100%;height:auto;display:block}
+figcaption{font-size:.85em;color:#444;margin-top:.4em}
+.note{font-size:.85em;color:#555;margin:.1em 0}.warn{color:#a40000}
+tr.left-out td{color:#888}details{margin:.3em 0}pre{font-size:.8em;white-space:pre-wrap}
+nav ul{columns:3;font-size:.9em}code{font-size:.9em}
+"""
+
+SORT_JS = """
+(function () {
+  function key(cell) {
+    var raw = cell.getAttribute('data-sort');
+    var text = raw === null ? cell.textContent.trim() : raw;
+    var num = parseFloat(text.replace(/,/g, ''));
+    if (text === '\\u221e' || text === 'inf') { num = Infinity; }
+    return isNaN(num) ? {n: null, t: text.toLowerCase()} : {n: num, t: text};
+  }
+  function sortBy(table, index, th) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var asc = th.getAttribute('aria-sort') !== 'ascending';
+    rows.sort(function (a, b) {
+      var x = key(a.cells[index]), y = key(b.cells[index]);
+      var r;
+      if (x.n !== null && y.n !== null) { r = x.n - y.n; }
+      else if (x.n !== null) { r = -1; } else if (y.n !== null) { r = 1; }
+      else { r = x.t < y.t ? -1 : (x.t > y.t ? 1 : 0); }
+      if (isNaN(r)) { r = 0; }
+      return asc ? r : -r;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) {
+      c.removeAttribute('aria-sort');
+    });
+    th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+  }
+  document.querySelectorAll('table.sortable').forEach(function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      th.addEventListener('click', function () { sortBy(table, i, th); });
+    });
+  });
+})();
+"""
+
+
+def esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _anchor(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")
+
+
+def table_html(table, table_id: str | None = None) -> str:
+    """A :class:`~ckam_bench.report.tables.Table` as a sortable HTML table with its notes."""
+    ident = f' id="{esc(table_id)}"' if table_id else ""
+    out = [f"<h3>{esc(table.title)}</h3>", f'<table class="sortable"{ident}><thead><tr>']
+    out += [f"<th>{esc(h)}</th>" for h in table.header]
+    out.append("</tr></thead><tbody>")
+    keys = table.sort_keys or [[None] * len(row) for row in table.rows]
+    for row, row_keys in zip(table.rows, keys):
+        cells = []
+        for cell, key in zip(row, row_keys):
+            attr = ""
+            if key is not None and not (isinstance(key, float) and math.isnan(key)):
+                attr = f' data-sort="{"inf" if math.isinf(key) else repr(float(key))}"'
+            cells.append(f"<td{attr}>{esc(cell)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    out += [f'<p class="note">{esc(note)}.</p>' for note in table.notes]
+    return "\n".join(out)
+
+
+def _figure_html(fig) -> str:
+    png = next((p for p in fig.paths if p.suffix == ".png"), None)
+    if png is None:
+        return ""
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    title = fig.title or png.stem
+    others = ", ".join(p.name for p in fig.paths if p.suffix != ".png")
+    files = f" Files: {esc(png.name)}{', ' + esc(others) if others else ''}."
+    return (f'<figure id="{esc(_anchor(title))}"><img alt="{esc(title)}" '
+            f'src="data:image/png;base64,{data}"><figcaption><b>{esc(title)}.</b> '
+            f"{esc(fig.caption)}{files}</figcaption></figure>")
+
+
+def _inventory(results: Results) -> str:
+    rows, blocks = [], []
+    used = {id(r) for g in results.groups() for r in g.runs}
+    for group in results.groups():
+        members = [(r, "used") for r in group.runs] + [
+            (d, f"left out: seed {d.seed} already counted ({k.path.name})")
+            for d, k in group.duplicates]
+        for run, use in sorted(members, key=lambda m: (m[0].seed, str(m[0].path))):
+            status = run.status
+            versions = status.get("versions") or {}
+            totals = status.get("totals") or {}
+            budget = status.get("budget") or {}
+            mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
+            cells = [group.target, group.label, run.sampler, run.seed, run.state,
+                     status.get("reason", ""), use,
+                     ", ".join(f"{k}={v}" for k, v in budget.items() if v is not None),
+                     totals.get("iterations", run.iterations),
+                     f"{float(totals.get('sampler_seconds', run.sampler_seconds)):.3g}", mark,
+                     str(status.get("config_hash", ""))[:12], status.get("started", ""),
+                     status.get("updated", ""), versions.get("ckam_bench", ""), run.path]
+            cls = ' class="left-out"' if id(run) not in used else ""
+            cls = ' class="warn"' if run.adaptation == "non-diminishing" and not cls else cls
+            rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+        first = group.runs[0]
+        provenance = {k: v for k, v in first.status.items()
+                      if k in ("versions", "sampler_info", "metrics_unsupported", "contended",
+                               "checkpoint_unit", "phases", "dim")}
+        settings = "\n".join(f"{k}: {json.dumps(v, default=str)}"
+                             for k, v in sorted(group.settings.items()))
+        blocks.append(f"<details><summary>{esc(group.target)} · {esc(group.label)} "
+                      f"(seeds {esc(', '.join(map(str, group.seeds)))}; config "
+                      f"{esc(group.key)})</summary><pre>{esc(settings)}</pre>"
+                      f"<pre>{esc(json.dumps(provenance, indent=1, default=str))}</pre>"
+                      "</details>")
+    header = ["target", "group", "sampler", "seed", "state", "stop reason", "use", "budget",
+              "iterations", "sampler s", "adaptation", "config hash", "started", "updated",
+              "ckam-bench", "folder"]
+    return ('<table class="sortable" id="inventory"><thead><tr>'
+            + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>"
+            + "\n".join(rows) + "</tbody></table>"
+            + "<h3>Configurations and provenance</h3>" + "\n".join(blocks))
+
+
+def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tables: list,
+               rankings: list, settings) -> Path:
+    """Write ``OUT_DIR/report.html`` (see the module docstring); returns its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    groups = results.groups()
+    parts = [f"<h1>ckam-bench report</h1><p>Runs from <code>{esc(results.root)}</code>: "
+             f"{len(results.runs)} loaded in {len(groups)} configuration groups on "
+             f"{len(results.targets)} target(s), {len(results.skipped)} skipped or partly "
+             f"used. x-axis of the paper figures: {esc(settings.x_label)}; bands: "
+             f"{esc(settings.band_text)} over seeds. Generated {now}.</p>"]
+    sections = list(dict.fromkeys(f.section for f in rendered))
+    toc = ["Ranking", *sections, "Tables", "Validity", "Run inventory", "Not used"]
+    parts.append("<nav><ul>" + "".join(f'<li><a href="#{_anchor(t)}">{esc(t)}</a></li>'
+                                       for t in toc) + "</ul></nav>")
+    parts.append(f'<h2 id="{_anchor("Ranking")}">Ranking</h2>')
+    parts += [table_html(t, t.stem) for t in rankings] or ["<p>No ranking.</p>"]
+    for section in sections:
+        parts.append(f'<h2 id="{_anchor(section)}">{esc(section)}</h2>')
+        parts += [_figure_html(f) for f in rendered if f.section == section]
+    parts.append(f'<h2 id="{_anchor("Tables")}">Tables</h2>')
+    parts += [table_html(t, t.stem) for t in tables]
+    parts.append(f'<h2 id="{_anchor("Validity")}">Validity</h2>')
+    invalid = [g for g in groups if g.non_diminishing]
+    if invalid:
+        parts.append('<p class="warn">⚠ These configurations adapt without diminishing (a '
+                     "paper's preset): their chains are not guaranteed to target π, so their "
+                     "results are at best approximate.</p><ul>"
+                     + "".join(f"<li>{esc(g.target)}: {esc(g.label)}</li>" for g in invalid)
+                     + "</ul>")
+    else:
+        parts.append("<p>No configuration reports non-diminishing adaptation.</p>")
+    unknown = sorted({g.label for g in groups if all(r.adaptation == "unknown" for r in g.runs)})
+    if unknown:
+        parts.append(f'<p class="note">Kind of adaptation not recorded for: '
+                     f"{esc(', '.join(unknown))}.</p>")
+    parts.append(f'<h2 id="{_anchor("Run inventory")}">Run inventory</h2>')
+    parts.append(_inventory(results))
+    parts.append(f'<h2 id="{_anchor("Not used")}">Not used</h2>')
+    if results.skipped:
+        parts.append("<h3>Skipped runs</h3><ul>" + "".join(
+            f"<li><code>{esc(s.path)}</code>: {esc(s.reason)}</li>" for s in results.skipped)
+            + "</ul>")
+    if notes:
+        parts.append("<h3>Figures not rendered</h3><ul>" + "".join(
+            f"<li>{esc(name)}: {esc(why)}</li>" for name, why in notes) + "</ul>")
+    if not results.skipped and not notes:
+        parts.append("<p>Every run was used and every figure rendered.</p>")
+    page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>ckam-bench report</title><link rel=\"icon\" href=\"data:,\">"
+            f"<style>{CSS}</style></head><body>" + "\n".join(parts)
+            + f"<script>{SORT_JS}</script></body></html>\n")
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path

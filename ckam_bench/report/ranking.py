@@ -1,0 +1,199 @@
+r"""Cross-sampler ranking per target, and cost to accuracy.
+
+**Cost to accuracy** (:func:`cost_to_accuracy`). With the standardised squared bias
+
+.. math::
+    b^2 = \max_{j,\ f \in \{x, x^2\}} \frac{(\hat E[f(X_j)] - E[f(X_j)])^2}{\mathrm{Var}[f(X_j)]}
+
+in the trace (column ``bias2``, :mod:`ckam_bench.metrics.moments`), a run's cost to accuracy
+in a cost column c (sampler seconds, density or gradient evaluations) is c at the first
+checkpoint k* from which b² stays below the threshold (0.01) up to the run's last checkpoint:
+
+.. math::
+    k^* = \min\{k : b^2_{k'} < 0.01 \ \forall k' \ge k\}, \qquad \text{cost} = c_{k^*},
+
+and ∞ when the last checkpoint is not below it (a sampler stuck in one mode never gets
+there). A NaN b² counts as not below.
+
+**Ranking** (:func:`ranking_table`): one row per configuration group on a target
+(:func:`ckam_bench.report.aggregate.group_runs`: every seed once), each cell the median and
+the 10–90 % range over the group's seeds of the run's last-checkpoint value: final symmetric
+KL, min ESS per sampler second and per gradient evaluation, mean and second-moment error and
+b² where the trace has them, the cost to accuracy in seconds, density and gradient
+evaluations; R-hat and MCSE across the seeds (as chains) from arviz-stats
+(:func:`ckam_bench.interop.seed_diagnostics`). Rows are ranked on the first of: seconds to
+b² < 0.01 (lower is better), final KL (lower), min ESS per second (higher) that the runs
+have. A group whose sampler reports non-diminishing adaptation is marked "†".
+Percentiles interpolate linearly between order statistics; a range touching ∞ is ∞.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench.report.aggregate import Group, Results
+from ckam_bench.report.tables import NA, Table, statistic, table_notes
+
+THRESHOLD = 0.01
+COSTS = ("sampler_seconds", "n_density", "n_grad")
+MARK = "†"
+
+# (key, header, lower is better)
+COLUMNS = (
+    ("kl", "final KL", True),
+    ("ess_per_second", "min ESS/s", False),
+    ("ess_per_grad", "min ESS/grad", False),
+    ("mean_error", "mean error", True),
+    ("second_moment_error", "2nd-moment error", True),
+    ("bias2", "b²", True),
+    ("to_acc_sampler_seconds", "s to b²<0.01", True),
+    ("to_acc_n_density", "density evals to b²<0.01", True),
+    ("to_acc_n_grad", "grad evals to b²<0.01", True),
+)
+PRIMARY = ("to_acc_sampler_seconds", "kl", "ess_per_second")
+
+
+def cost_to_accuracy(trace: pd.DataFrame, column: str = "bias2", threshold: float = THRESHOLD,
+                     costs=COSTS) -> dict[str, float]:
+    """Each cost column's value at the first checkpoint from which ``column`` stays below
+    ``threshold`` to the end of the run; ∞ when it does not end below; NaN when the trace has
+    no finite ``column`` (see the module docstring)."""
+    order = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
+    trace = trace.sort_values(order, kind="stable")
+    out = {c: float("nan") for c in costs}
+    if column not in trace.columns:
+        return out
+    y = pd.to_numeric(trace[column], errors="coerce").to_numpy(float)
+    if not np.isfinite(y).any():
+        return out
+    below = np.isfinite(y) & (y < threshold)
+    if not below[-1]:
+        return {c: math.inf for c in costs}
+    k = len(below) - int(np.argmin(below[::-1])) if not below.all() else 0
+    return {c: float(trace[c].iloc[k]) if c in trace.columns else float("nan") for c in costs}
+
+
+def run_values(trace: pd.DataFrame) -> dict[str, float]:
+    """The ranking's values for one run: its last checkpoint plus the cost to accuracy."""
+    order = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
+    last = trace.sort_values(order, kind="stable").iloc[-1]
+
+    def get(name):
+        value = pd.to_numeric(pd.Series([last.get(name, np.nan)]), errors="coerce").iloc[0]
+        return float(value)
+
+    values = {name: get(name) for name in ("kl", "mean_error", "second_moment_error", "bias2")}
+    ess, seconds, grads = get("ess_min"), get("sampler_seconds"), get("n_grad")
+    values["ess_per_second"] = get("ess_per_second") if "ess_per_second" in last else (
+        ess / seconds if seconds > 0 else math.nan)
+    values["ess_per_grad"] = ess / grads if grads > 0 else math.nan
+    for cost, value in cost_to_accuracy(trace).items():
+        values[f"to_acc_{cost}"] = value
+    return values
+
+
+def quantiles(values, qs=(50.0, 10.0, 90.0)) -> list[float]:
+    """Linear-interpolation percentiles of the non-NaN values; ∞ where an ∞ is involved."""
+    v = np.sort(np.asarray([x for x in values if not math.isnan(x)], float))
+    if v.size == 0:
+        return [math.nan for _ in qs]
+    out = []
+    for q in qs:
+        pos = q / 100.0 * (v.size - 1)
+        lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+        if math.isinf(v[hi]) or math.isinf(v[lo]):
+            out.append(math.inf)
+        else:
+            out.append(float(v[lo] + (pos - lo) * (v[hi] - v[lo])))
+    return out
+
+
+def _text(value: float) -> str:
+    if math.isnan(value):
+        return NA
+    if math.isinf(value):
+        return "∞"
+    return statistic(value)
+
+
+def cell(values) -> tuple[str, float | None]:
+    """'median [p10, p90]' over seeds (the median alone when the range is a single value, e.g.
+    for one seed) and the median as sort key."""
+    med, lo, hi = quantiles(values)
+    finite = [x for x in values if not math.isnan(x)]
+    if not finite:
+        return NA, None
+    text = _text(med) if lo == hi else f"{_text(med)} [{_text(lo)}, {_text(hi)}]"
+    return text, med
+
+
+def group_values(group: Group) -> dict[str, list[float]]:
+    """Per ranking column, one value per seed of the group."""
+    per_run = [run_values(run.trace) for run in group.runs]
+    return {key: [v[key] for v in per_run] for key, _, _ in COLUMNS}
+
+
+def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Table:
+    """The ranking of every configuration group on ``target`` (see the module docstring)."""
+    groups = results.groups(target)
+    values = {g.key: group_values(g) for g in groups}
+    present = [c for c in COLUMNS
+               if any(not math.isnan(x) for g in groups for x in values[g.key][c[0]])]
+    primary = next((key for key in PRIMARY if any(c[0] == key for c in present)), None)
+    lower = {key: low for key, _, low in COLUMNS}
+
+    def rank_key(group):
+        med = quantiles(values[group.key][primary])[0] if primary else math.nan
+        if math.isnan(med):
+            return (1, 0.0, group.label)
+        return (0, med if lower[primary] else -med, group.label)
+
+    ordered = sorted(groups, key=rank_key)
+    rows, keys = [], []
+    for rank, group in enumerate(ordered, start=1):
+        row = [str(rank), group.label + (f" {MARK}" if group.non_diminishing else ""),
+               str(len(group.runs))]
+        key_row = [float(rank), None, float(len(group.runs))]
+        for key, _, _ in present:
+            text, sort = cell(values[group.key][key])
+            row.append(text)
+            key_row.append(sort)
+        if diagnostics:
+            from ckam_bench.interop import seed_diagnostics
+
+            try:
+                diag = seed_diagnostics(group.runs)
+            except Exception:  # runs whose stored samples disagree in shape: no R-hat
+                diag = {"rhat": math.nan, "mcse": math.nan}
+            for name in ("rhat", "mcse"):
+                row.append(_text(diag[name]) if name == "mcse" or math.isnan(diag[name])
+                           else f"{diag[name]:.3f}")
+                key_row.append(None if math.isnan(diag[name]) else diag[name])
+        rows.append(row)
+        keys.append(key_row)
+    header = ["rank", "sampler", "seeds", *(h for k, h, _ in present)]
+    if diagnostics:
+        header += ["R-hat", "MCSE"]
+    notes = table_notes(results, target)
+    if primary:
+        better = "lower" if lower[primary] else "higher"
+        name = next(h for k, h, _ in COLUMNS if k == primary)
+        notes = [f"ranked on {name} ({better} is better; median over seeds)"] + notes
+    if any(g.non_diminishing for g in groups):
+        notes.append(f"{MARK} non-diminishing adaptation (a paper preset): the chain is not "
+                     "guaranteed to target π")
+    if diagnostics:
+        notes.append("R-hat: largest rank-normalised split R-hat over coordinates, MCSE: "
+                     "largest Monte Carlo standard error of the mean, both from arviz-stats "
+                     "with the seeds as chains")
+    return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
+                 stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
+                 notes=notes, sort_keys=keys)
+
+
+def ranking_tables(results: Results) -> list[Table]:
+    """One ranking table per target."""
+    return [ranking_table(results, target) for target in results.targets]

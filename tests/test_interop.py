@@ -1,0 +1,111 @@
+"""ArviZ interop: stored runs (one, or the seeds of one configuration as chains) as a DataTree."""
+
+import os
+import subprocess
+import sys
+
+import arviz_stats as azs
+import numpy as np
+import pandas as pd
+import pytest
+
+from ckam_bench.interop import seed_diagnostics, to_datatree
+from ckam_bench.metrics.ess import ess_per_dim
+from ckam_bench.report.aggregate import load_results
+from ckam_bench.store import load_run
+from tests.test_report import make_run, sampler_cfg
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory):
+    """Two real runs (seeds 0 and 1) of one configuration, each in its own folder."""
+    root = tmp_path_factory.mktemp("real")
+    for seed in (0, 1):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ckam_bench.cli", "sampler=am", "target=gauss2d_corr",
+             f"seed={seed}", "budget.seconds=0.3", "progress=false",
+             f"hydra.run.dir={root / f'am_s{seed}'}"],
+            capture_output=True, text=True, timeout=300,
+            env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return root
+
+
+def test_stored_samples_round_trip_with_arviz_stats_ess(tmp_path):
+    rng = np.random.default_rng(3)
+    for seed in (0, 1):
+        ar = np.zeros((500, 2))
+        for i in range(1, 500):  # AR(1) chains: ESS well below the sample size
+            ar[i] = 0.8 * ar[i - 1] + rng.standard_normal(2)
+        make_run(tmp_path, "gmm2d", "rw", seed=seed, samples=ar, n_diag=700)
+    dt = to_datatree(tmp_path)
+    runs = load_results(tmp_path).runs
+    for chain, run in enumerate(sorted(runs, key=lambda r: r.seed)):
+        x = run.samples()[["x0", "x1"]].to_numpy()
+        np.testing.assert_array_equal(dt["posterior"]["x"].values[chain], x)
+        one = to_datatree(run)
+        np.testing.assert_allclose(azs.ess(one, method="bulk")["x"].values, ess_per_dim(x),
+                                   rtol=1e-9)
+        np.testing.assert_array_equal(dt["sample_stats"]["accepted"].values[chain],
+                                      run.diagnostics()["accepted"])
+    assert dt["sample_stats"].sizes["draw"] == 700
+    assert 20 < float(azs.ess(dt, method="bulk")["x"].min()) < 500
+
+
+@pytest.mark.slow
+def test_one_run_round_trips_samples_stats_and_ess(real_runs):
+    folder = real_runs / "am_s0"
+    dt = to_datatree(folder)
+    run = load_run(folder)
+    x = run.samples[[c for c in run.samples.columns if c != "index"]].to_numpy()
+    posterior = dt["posterior"]["x"]
+    assert posterior.dims == ("chain", "draw", "dim") and posterior.shape == (1, *x.shape)
+    np.testing.assert_array_equal(posterior.values[0], x)
+    np.testing.assert_array_equal(dt["posterior"]["index"].values[0], run.samples["index"])
+    stats = dt["sample_stats"]
+    np.testing.assert_array_equal(stats["acceptance_rate"].values[0],
+                                  run.diagnostics["accept_prob"])
+    np.testing.assert_array_equal(stats["step_size"].values[0], run.diagnostics["step_size"])
+    np.testing.assert_array_equal(stats["iteration"].values[0], run.diagnostics["iteration"])
+    # arviz-stats' own bulk ESS of the converted samples = the run's stored ESS at its end
+    ess = azs.ess(dt, method="bulk")["x"].values
+    np.testing.assert_allclose(ess, ess_per_dim(x), rtol=1e-9)
+    assert run.trace["ess_min"].iloc[-1] == pytest.approx(ess.min(), rel=1e-9)
+    assert dt.attrs["ckam_sampler"] == "am" and dt.attrs["ckam_seeds"] == [0]
+
+
+@pytest.mark.slow
+def test_seeds_of_one_configuration_become_chains(real_runs):
+    dt = to_datatree([real_runs / "am_s1", real_runs / "am_s0"])
+    assert dt.attrs["ckam_seeds"] == [0, 1]
+    n = dt["posterior"].sizes["draw"]
+    for chain, seed in enumerate((0, 1)):
+        samples = load_run(real_runs / f"am_s{seed}").samples
+        np.testing.assert_array_equal(dt["posterior"]["x"].values[chain],
+                                      samples[["x0", "x1"]].to_numpy()[:n])
+    diag = seed_diagnostics(load_results(real_runs).runs)
+    assert diag["rhat"] == pytest.approx(float(azs.rhat(dt)["x"].max()))
+    assert diag["mcse"] == pytest.approx(float(azs.mcse(dt, method="mean")["x"].max()))
+    assert 0.99 < diag["rhat"] < 1.1
+    # the whole folder holds one configuration: one call converts it
+    assert to_datatree(real_runs)["posterior"].sizes["chain"] == 2
+
+
+def test_runs_of_different_configurations_are_refused(tmp_path):
+    make_run(tmp_path, "gmm2d", "am", seed=0)
+    node = sampler_cfg("am")
+    node["rate"]["value"] = 0.01
+    make_run(tmp_path, "gmm2d", "am", seed=1, sampler_node=node)
+    with pytest.raises(ValueError, match="differ in sampler.rate.value"):
+        to_datatree(tmp_path)
+    with pytest.raises(ValueError, match="no usable run"):
+        to_datatree(tmp_path / "nothing")
+
+
+def test_unequal_chains_are_cut_to_the_shortest(tmp_path):
+    make_run(tmp_path, "gmm2d", "rw", seed=0, n_samples=300)
+    make_run(tmp_path, "gmm2d", "rw", seed=1, n_samples=200)
+    dt = to_datatree(tmp_path)
+    assert dt["posterior"].sizes["draw"] == 200
+    assert dt["posterior"].attrs["truncated_to"] == 200
+    assert isinstance(dt["posterior"].to_dataset().to_dataframe(), pd.DataFrame)
