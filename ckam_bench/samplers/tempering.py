@@ -123,12 +123,16 @@ class ParallelTempering(Sampler):
     step_size : σ > 0 of the RW moves, one number for every chain (the authors: 1) or a list of k.
     ladder : "linear" (β evenly spaced, the authors') or "geometric".
     burnin : iterations whose states are not collected (≥ 0).
+    warmup : random-walk steps every tempered chain (β < 1) makes alone on its π^β before the
+        first iteration, so swaps start from chains near equilibrium (0: all chains start at
+        x₀, as the authors'; counted).
     """
 
     name = "pt"
     phases = ("burnin", "sampling")
 
-    def __init__(self, n_chains: int = 5, tau: float = 0.1, step_size=1.0, ladder: str = "linear", burnin: int = 0):
+    def __init__(self, n_chains: int = 5, tau: float = 0.1, step_size=1.0, ladder: str = "linear", burnin: int = 0,
+                 warmup: int = 0):
         if isinstance(n_chains, bool) or int(n_chains) != n_chains or not 2 <= int(n_chains) <= MAX_CHAINS:
             raise ValueError(f"n_chains must be an integer in [2, {MAX_CHAINS}], got {n_chains!r}")
         self.n_chains = int(n_chains)
@@ -153,6 +157,9 @@ class ParallelTempering(Sampler):
         if not burnin_ok:
             raise ValueError(f"burnin must be an integer >= 0, got {burnin!r}")
         self.burnin = int(burnin)
+        if isinstance(warmup, bool) or int(warmup) != warmup or int(warmup) < 0:
+            raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+        self.warmup = int(warmup)
 
     def describe(self) -> dict:
         return {"adaptation": "none", "n_chains": self.n_chains, "inverse_temperatures": self.betas.tolist(),
@@ -170,8 +177,17 @@ class ParallelTempering(Sampler):
         self.rng = rng
         self._density = jit.compiled_log_density(target)
         x, logp = check_start(target, x0)
-        k = self.n_chains
-        return TemperingState(x=x, logp=logp, t=0, chains=np.tile(x, (k, 1)), chain_logp=np.full(k, logp),
+        k, d = self.n_chains, target.dim
+        chains, chain_logp = np.tile(x, (k, 1)), np.full(k, logp)
+        loop = _pt_loop if self._density is None else _pt_kernel
+        density = target._log_density if self._density is None else self._density
+        for j in range(1, k if self.warmup else 1):  # each tempered chain alone (k = 1: no swaps)
+            chain, chain_lp = chains[j : j + 1].copy(), chain_logp[j : j + 1].copy()
+            normals = rng.standard_normal((self.warmup, d + 3))
+            loop(density, chain, chain_lp, self.betas[j : j + 1].copy(), self.steps[j : j + 1].copy(), normals)
+            chains[j], chain_logp[j] = chain[0], chain_lp[0]
+            target.n_density += self.warmup
+        return TemperingState(x=x, logp=logp, t=0, chains=chains, chain_logp=chain_logp,
                               swaps_tried=np.zeros(k - 1), swaps_accepted=np.zeros(k - 1))
 
     def trace_columns(self, state: TemperingState) -> dict:
