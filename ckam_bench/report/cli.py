@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ckam_bench.report import figures, tables
+from ckam_bench.report import figures, paper_divergence, tables
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         rendered.append(fig)
         print(f"figure {number}: " + ", ".join(str(p) for p in fig.paths))
     written = []
-    for table in tables.all_tables(results):
+    paper_figures, paper_tables = paper_divergence.render(results, args.out, args.formats)
+    rendered += paper_figures
+    for table in tables.all_tables(results) + paper_tables:
         table.write(args.out)
         written.append(table)
         print(f"table: {args.out / table.stem}.md, .tex")
