@@ -99,6 +99,8 @@ def write_json(obj: dict, path: Path) -> None:
 
 
 def _json_default(obj):
+    if isinstance(obj, np.ndarray) and obj.ndim > 0:  # e.g. a list trace column (swap acceptance per pair)
+        return obj.tolist()
     if hasattr(obj, "item"):
         return obj.item()
     if hasattr(obj, "tolist"):

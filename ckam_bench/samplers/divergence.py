@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.spatial import cKDTree
+from scipy.special import log_ndtr
 
 from ckam_bench import jit
 from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
@@ -375,15 +376,23 @@ def flatten_tree(points: np.ndarray, leafsize: int = 8):
 
 
 @jit.helper
-def _nearest(q, points, split_dim, split, lesser, greater, start, end, indices, stack, bounds):
+def _nearest(q, points, split_dim, split, lesser, greater, start, end, indices, stack, bounds, guess):
     """Index of the point nearest to q (Euclidean; exact depth-first search of the flattened
-    k-d tree, pruning a subtree when its splitting plane is farther than the best so far)."""
+    k-d tree, pruning a subtree when its splitting plane is farther than the best so far).
+    ``guess`` (a point index, or −1) seeds the best distance: the nearest point to the current
+    state is a good first bound for a proposal close to it."""
     best = math.inf
     best_i = -1
+    d = q.shape[0]
+    if guess >= 0:
+        best = 0.0
+        for a in range(d):
+            diff = q[a] - points[guess, a]
+            best += diff * diff
+        best_i = guess
     top = 0
     stack[0] = 0
     bounds[0] = 0.0
-    d = q.shape[0]
     while top >= 0:
         node = stack[top]
         bound = bounds[top]
@@ -416,10 +425,11 @@ def _nearest(q, points, split_dim, split, lesser, greater, start, end, indices, 
 
 
 # ---------------------------------------------------------------------------- non-adaptive (MH) loop
-def _mh_loop(f, x, logp, idx_x, s, logp_s, normals, points, chols, log_dets, split_dim, split, lesser,
+def _mh_loop(f, x, logp, idx_x, s, logp_s, normals, log_u, points, chols, log_dets, split_dim, split, lesser,
              greater, start, end, indices, reverse_at_proposal, scout, tau, scout_sd, swap_every, t0):
     """n iterations of the nearest-factor MH chain (plus the scout chain when ``scout``).
-    Row i of ``normals``: d steps, accept, [scout d steps, scout accept, swap]. Returns
+    Row i of ``normals``: d steps, accept, [scout d steps, scout accept, swap]; ``log_u`` the
+    accept column as log-uniforms (log Φ, computed outside the loop). Returns
     (logp, idx_x, logp_s, samples, log_ratio, accepted, logps, n_nonfinite, swaps_tried,
     swaps_accepted)."""
     n = normals.shape[0]
@@ -448,7 +458,8 @@ def _mh_loop(f, x, logp, idx_x, s, logp_s, normals, points, chols, log_dets, spl
             norm2 += row[a] * row[a]
         logp_y = f(y)
         if math.isfinite(logp_y):
-            idx_y = _nearest(y, points, split_dim, split, lesser, greater, start, end, indices, stack, bounds)
+            idx_y = _nearest(y, points, split_dim, split, lesser, greater, start, end, indices, stack, bounds,
+                             idx_x)
             j = idx_y if reverse_at_proposal else idx_x
             # z = L_j⁻¹ (x − y), forward substitution
             M = chols[j]
@@ -464,7 +475,7 @@ def _mh_loop(f, x, logp, idx_x, s, logp_s, normals, points, chols, log_dets, spl
             r = logp_y - logp + log_q_back - log_q_fwd
             if not math.isfinite(r):
                 r = -math.inf
-            if _log_uniform(row[d]) < r:
+            if log_u[i] < r:
                 accepted[i] = True
                 for a in range(d):
                     x[a] = y[a]
@@ -488,7 +499,7 @@ def _mh_loop(f, x, logp, idx_x, s, logp_s, normals, points, chols, log_dets, spl
                 if swapped:
                     swaps_accepted += 1
                     idx_x = _nearest(x, points, split_dim, split, lesser, greater, start, end, indices, stack,
-                                     bounds)
+                                     bounds, -1)
         logps[i] = logp
         for a in range(d):
             samples[i, a] = x[a]
@@ -528,8 +539,8 @@ def _kernel(name: str):
         elif name == "walk":
             kern = _compile(_tempered_walk, (DENSITY_GRAD, A1, F8, A2, F8, F8))
         else:
-            sig = (jit.DENSITY, A1, F8, I8, A1, F8, A2, A2, A3, A1, I1, A1, I1, I1, I1, I1, I1, B1, B1, F8, F8,
-                   I8, I8)
+            sig = (jit.DENSITY, A1, F8, I8, A1, F8, A2, A1, A2, A3, A1, I1, A1, I1, I1, I1, I1, I1, B1, B1, F8,
+                   F8, I8, I8)
             kern = _compile(_mh_loop, sig)
         _KERNELS[name] = kern
     return kern
@@ -665,13 +676,17 @@ class DivergenceMinimisation(Sampler):
         d = self.target.dim
         return self.n_draws * d + 1 + (d + 2 if self._scout else 0) + (1 if self._finite else 0)
 
-    def _phase(self, t: int) -> int:
-        return 0 if t < self.burnin else 1
+    def _phases(self, t: np.ndarray) -> np.ndarray:
+        """Phase index of each iteration t: 0 burn-in, 1 sampling."""
+        return (t >= self.burnin).astype(np.int8)
 
     def _adaptive_segment(self, state: DMState, n: int, bank_x, bank_L):
         d = self.target.dim
         normals = self.rng.standard_normal((n, self._row_width()))
-        rates = np.array([self.rate(t) for t in range(state.t, state.t + n)], dtype=float)
+        if isinstance(self.rate, Constant):
+            rates = np.full(n, float(self.rate(0)))
+        else:
+            rates = np.array([self.rate(t) for t in range(state.t, state.t + n)], dtype=float)
         x, chol = np.array(state.x, dtype=float), np.array(state.chol, dtype=float)
         s = np.array(state.scout_x, dtype=float) if self._scout else np.zeros(d)
         args = (x, float(state.logp), chol, s, float(state.scout_logp), normals, rates, self.beta, self.clip,
@@ -716,7 +731,7 @@ class DivergenceMinimisation(Sampler):
                 parts[key].append(value)
         samples = np.concatenate(parts["samples"])
         log_ratio = np.concatenate(parts["log_ratio"])
-        phase = np.array([self._phase(t) for t in range(t0, t0 + n)], dtype=np.int8)
+        phase = self._phases(np.arange(t0, t0 + n))
         collect = np.arange(t0, t0 + n) >= self.burnin
         block = Block(
             samples=samples[collect],
@@ -795,8 +810,9 @@ class FiniteDivergenceMinimisation(DivergenceMinimisation):
         out["bank_filled"] = float(min(state.bank_seen, state.bank_x.shape[0]))
         return out
 
-    def _phase(self, t: int) -> int:
-        return 0 if t < self.burnin else (1 if t < self.adapt_iterations else 2)
+    def _phases(self, t: np.ndarray) -> np.ndarray:
+        """Phase index of each iteration t: 0 burn-in, 1 adaptive, 2 MH (sampling)."""
+        return np.where(t < self.burnin, 0, np.where(t < self.adapt_iterations, 1, 2)).astype(np.int8)
 
     def _segments(self, t: int, n: int):
         k = min(n, max(0, self.adapt_iterations - t))
@@ -811,7 +827,7 @@ class FiniteDivergenceMinimisation(DivergenceMinimisation):
         self._tree = (points, chols, np.ascontiguousarray(log_dets), *flatten_tree(points))
         size = 2 * self._tree[3].shape[0] + 2
         return int(_nearest(np.ascontiguousarray(state.x, dtype=float), points, *self._tree[3:10],
-                            np.empty(size, dtype=np.int64), np.empty(size)))
+                            np.empty(size, dtype=np.int64), np.empty(size), -1))
 
     def _mh_segment(self, state: DMState, n: int):
         d = self.target.dim
@@ -821,7 +837,8 @@ class FiniteDivergenceMinimisation(DivergenceMinimisation):
         normals = self.rng.standard_normal((n, width))
         x = np.array(state.x, dtype=float)
         s = np.array(state.scout_x, dtype=float) if self._scout else np.zeros(d)
-        args = (x, float(state.logp), int(state.idx_x), s, float(state.scout_logp), normals, *self._tree,
+        log_u = np.ascontiguousarray(log_ndtr(normals[:, d]))
+        args = (x, float(state.logp), int(state.idx_x), s, float(state.scout_logp), normals, log_u, *self._tree,
                 self.reverse_factor == "proposal", self._scout, float(getattr(self, "tau", 1.0)),
                 float(getattr(self, "_scout_sd", 1.0)), int(getattr(self, "swap_every", 1)), int(state.t))
         if self._density is not None:

@@ -164,7 +164,7 @@ def test_kd_tree_search_is_exact():
         tree = flatten_tree(points)
         stack, bounds = np.empty(2 * tree[0].size + 2, dtype=np.int64), np.empty(2 * tree[0].size + 2)
         for q in rng.standard_normal((200, d)) * 1.5:
-            i = _nearest(q, points, *tree, stack, bounds)
+            i = _nearest(q, points, *tree, stack, bounds, int(rng.integers(-1, size)))
             assert i == int(np.argmin(((points - q) ** 2).sum(axis=1)))
 
 
