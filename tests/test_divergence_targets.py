@@ -185,3 +185,17 @@ def test_horseshoe_other_dataset_and_errors(tmp_path):
     np.savez(tmp_path / "bad.npz", X=np.zeros((3, 2)), y=np.zeros(4))
     with pytest.raises(DataFileError, match="^target.data_file"):
         Horseshoe(data_file=str(tmp_path / "bad.npz"), dim=6)
+
+
+@pytest.mark.parametrize("name", ["banana_dm", "banana_bunch"])
+def test_marginals_match_exact_draws(name):
+    target = TARGETS[name]()
+    x = target.sample(200_000, np.random.default_rng(8))
+    for j in range(target.dim):
+        grid = np.quantile(x[:, j], [0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+        empirical = (x[:, j][:, None] <= grid).mean(axis=0)
+        np.testing.assert_allclose(target.marginal_cdf(j, grid), empirical, atol=4e-3)
+        # the density is the derivative of the CDF
+        h = 1e-3
+        fd = (target.marginal_cdf(j, grid + h) - target.marginal_cdf(j, grid - h)) / (2 * h)
+        np.testing.assert_allclose(np.exp(target.marginal_logpdf(j, grid)), fd, rtol=1e-4, atol=1e-7)

@@ -48,9 +48,14 @@ TABLE_COLUMNS = {
 }
 
 
+ORDER = ("rw", "arwm", "pt2", "pt", "pt10", "mala", "dm", "dm_finite", "scout", "scout_finite")
+"""The paper's row order; other samplers follow in the report's usual order."""
+
+
 def _by_sampler(results: Results, target: str) -> dict[str, list[StoredRun]]:
     runs = results.select(target=target)
-    names = sampler_order(r.sampler for r in runs)
+    present = {r.sampler for r in runs}
+    names = [n for n in ORDER if n in present] + [n for n in sampler_order(present) if n not in ORDER]
     return {name: [r for r in runs if r.sampler == name] for name in names}
 
 

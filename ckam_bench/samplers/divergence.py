@@ -668,7 +668,8 @@ class DivergenceMinimisation(Sampler):
         out = {"proposal_scale": float(np.exp(np.mean(np.log(np.abs(np.diag(state.chol)))))),
                "gamma_multiplier": float(state.gamma_mult), "chol_updates_skipped": float(state.n_skipped)}
         if self._scout:
-            out["swap_acceptance"] = state.swaps_accepted / state.swaps_tried if state.swaps_tried else math.nan
+            rate = state.swaps_accepted / state.swaps_tried if state.swaps_tried else math.nan
+            out["swap_acceptance"] = out["swap_acceptance_mean"] = rate
         return out
 
     # ------------------------------------------------------------------ iterations

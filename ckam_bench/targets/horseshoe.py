@@ -133,7 +133,8 @@ class Horseshoe(Target):
     data_file : path of an ``.npz`` with ``X`` (n, p), ``y`` (n,) and optionally
         ``beta_true`` (p,); None uses the shipped paper dataset (or ``$CKAM_BENCH_HORSESHOE_DATA``).
     dim : 2p + 2 (42 for the paper's data); checked against the data.
-    start : default start (dim,); None gives β = 0, log λ = log τ = log σ = 0.
+    start : default start (dim,); None gives the least-squares β, log λ = log τ = 0 and log σ
+        = log of the residual sd (near the posterior bulk; the paper does not give its start).
     name : short name (the YAML name).
     """
 
@@ -143,6 +144,10 @@ class Horseshoe(Target):
         n, p = X.shape
         if int(dim) != 2 * p + 2:
             raise ValueError(f"dim must be {2 * p + 2} for a design with {p} predictors, got {dim}")
+        if start is None:
+            beta_ls, *_ = np.linalg.lstsq(X, y, rcond=None)
+            resid_sd = float(np.std(y - X @ beta_ls)) or 1.0
+            start = np.r_[beta_ls, np.zeros(p + 1), math.log(resid_sd)]
         super().__init__(2 * p + 2, start, None)
         self.name = str(name)
         self.n_obs, self.n_predictors = n, p
