@@ -200,6 +200,40 @@ def cli_run(sampler: str, target: str, seconds: float, out: Path) -> dict:
     }
 
 
+def divergence_throughput(seconds: float, repeats: int) -> list[dict]:
+    """The divergence-minimisation paper's speed goals on banana_dm, measured side by side:
+    DM with J = 10 (the paper's constant γ) >= 20k it/s (the authors' code: ~0.09k); Scout and
+    PT(5) within 3x of DM per iteration; the finite variants' MH phase (past a 2000-iteration
+    adaptive phase, 1000 stored pairs) within 2x of RW. Prints its table, returns the goals."""
+    paper = ["sampler.rate=0.002", "sampler.burnin=0"]
+    finite = ["sampler.adapt_iterations=2000", "sampler.bank_size=1000", "sampler.rate=0.002", "sampler.burnin=0"]
+    configs = {"dm": ["sampler=dm", *paper], "scout": ["sampler=scout", *paper, "sampler.scout_warmup=0"],
+               "pt": ["sampler=pt"], "rw": ["sampler=rw", "sampler.step_size=1.0"],
+               "dm_finite (MH phase)": ["sampler=dm_finite", *finite],
+               "scout_finite (MH phase)": ["sampler=scout_finite", *finite, "sampler.scout_warmup=0"]}
+    rates = {}
+    for name, overrides in configs.items():
+        with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+            cfg = compose("config", overrides=[*overrides, "target=banana_dm"])
+        rates[name] = throughput(instantiate(cfg.sampler), instantiate(cfg.target), seconds, repeats)
+    print("\n| divergence paper, banana_dm | it/s |\n|---|---|")
+    for name, rate in rates.items():
+        print(f"| {name} | {fmt(rate)} |")
+    return [
+        {"goal": "dm (J = 10) on banana_dm: it/s >= 20000", "measured": rates["dm"],
+         "met": bool(rates["dm"] >= 20_000)},
+        {"goal": "dm it/s / scout it/s <= 3", "measured": rates["dm"] / rates["scout"],
+         "met": bool(rates["dm"] / rates["scout"] <= 3)},
+        {"goal": "dm it/s / pt (5 chains) it/s <= 3", "measured": rates["dm"] / rates["pt"],
+         "met": bool(rates["dm"] / rates["pt"] <= 3)},
+        {"goal": "rw it/s / dm_finite MH-phase it/s <= 2", "measured": rates["rw"] / rates["dm_finite (MH phase)"],
+         "met": bool(rates["rw"] / rates["dm_finite (MH phase)"] <= 2)},
+        {"goal": "rw it/s / scout_finite MH-phase it/s <= 2",
+         "measured": rates["rw"] / rates["scout_finite (MH phase)"],
+         "met": bool(rates["rw"] / rates["scout_finite (MH phase)"] <= 2)},
+    ]
+
+
 def fmt(v, digits=3):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -270,6 +304,7 @@ def main(argv=None):
     goals.append({"goal": "checkpoints < 5 % of wall time (every run)",
                   "measured": float(table["ckpt %"].max()),
                   "met": bool(table["ckpt %"].max() < 5)})
+    goals += divergence_throughput(args.seconds, args.repeats)
     for m in memory:
         goals.append({"goal": f"{m['sampler']} gmm32 {m['seconds']:g} s run peaks < 1 GiB",
                       "measured": m["peak_mib"], "met": m["peak_mib"] < 1024})

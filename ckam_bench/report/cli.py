@@ -37,7 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckam_bench.report import figures, generic, html, paper_gradient, ranking, tables
+from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, ranking,
+                               tables)
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
@@ -49,6 +50,8 @@ TABLE_SOURCES: dict[str, Callable] = {"tables": tables.all_tables,
                                       "ranking": ranking.ranking_tables}
 FIGURE_SOURCES["gradient"] = paper_gradient.figures  # Titsias & Dellaportas: Figs 2-6
 TABLE_SOURCES["gradient"] = paper_gradient.tables  # Titsias & Dellaportas: Tables 1-7
+FIGURE_SOURCES["divergence"] = paper_divergence.figures  # Dharamshi et al.: Figs 7-9, 12
+TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Tables 1-4
 
 
 def _int_list(text: str) -> list[int]:

@@ -430,3 +430,174 @@ class GlobalAdaptiveMetropolis(_AdaptiveCovariance):
         self._rate = self.adaptation
         self._log_scale0 = 2.0 * math.log(self.step_size)
         self._target_accept = float(adaptation.target_accept)
+
+
+# ---------------------------------------------------------------------------- aRWM (Roberts & Rosenthal 2009)
+def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, ridge):
+    r"""n iterations of :class:`AdaptiveRWMixture` in place on ``mean`` (d,) and ``m2`` (d, d)
+    (Welford sums of the states so far, ``count`` of them). Row i of ``normals``: d steps, the
+    accept uniform, the mixture uniform. Returns (x, logp, count, samples, log_ratio, accepted,
+    logps, n_nonfinite, n_fixed)."""
+    n = normals.shape[0]
+    d = x.shape[0]
+    samples = np.empty((n, d))
+    log_ratio = np.empty(n)
+    accepted = np.zeros(n, dtype=np.bool_)
+    logps = np.empty(n)
+    x = x.copy()
+    y = np.empty(d)
+    cov = np.empty((d, d))
+    chol = np.empty((d, d))
+    n_nonfinite = 0
+    n_fixed = 0
+    scale = 2.38 * 2.38 / d
+    for i in range(n):
+        row = normals[i]
+        use_fixed = count <= 2 * d or 0.5 * math.erfc(-row[d + 1] / math.sqrt(2.0)) < delta
+        if not use_fixed:
+            for a in range(d):
+                for b in range(a + 1):
+                    cov[a, b] = scale * m2[a, b] / (count - 1.0)
+            use_fixed = not jit.cholesky_into(cov, scale * ridge, 0.0, chol)
+        if use_fixed:
+            n_fixed += 1
+            for a in range(d):
+                y[a] = x[a] + fixed_sd * row[a]
+        else:
+            for a in range(d):
+                s = 0.0
+                for b in range(a + 1):
+                    s += chol[a, b] * row[b]
+                y[a] = x[a] + s
+        logp_y = log_density(y)
+        if math.isfinite(logp_y):
+            r = logp_y - logp
+            z = row[d]
+            log_u = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else -math.inf
+            if log_u < r:
+                accepted[i] = True
+                for a in range(d):
+                    x[a] = y[a]
+                logp = logp_y
+        else:
+            r = -math.inf
+            n_nonfinite += 1
+        log_ratio[i] = r
+        # Welford update with the new state
+        count += 1.0
+        for a in range(d):
+            y[a] = x[a] - mean[a]
+            mean[a] += y[a] / count
+        for a in range(d):
+            for b in range(d):
+                m2[a, b] += y[a] * (x[b] - mean[b])
+        logps[i] = logp
+        for a in range(d):
+            samples[i, a] = x[a]
+    return x, logp, count, samples, log_ratio, accepted, logps, n_nonfinite, n_fixed
+
+
+_arwm_kernel = jit.kernel(jit.A1, jit.F8, jit.A1, jit.A2, jit.F8, jit.A2, jit.F8, jit.F8, jit.F8)(_arwm_loop)
+
+
+@dataclass(kw_only=True)
+class ARWMState(ChainState):
+    """State of aRWM: Welford sums of every state so far (the start included)."""
+
+    mean: np.ndarray
+    """Running mean of the states x_0…x_t, shape (d,)."""
+    m2: np.ndarray
+    """Σ (x_i − mean)(x_i − mean)ᵀ over the same states, shape (d, d)."""
+    count: float
+    """Number of states summed (t + 1)."""
+    n_fixed: int = 0
+    """Iterations that used the fixed component N(x, 0.1² I/d)."""
+
+
+class AdaptiveRWMixture(Sampler):
+    r"""aRWM of Roberts & Rosenthal (2009), as compared in the divergence-minimisation paper.
+
+    Proposal, with Σ_n the empirical covariance of the states x_0…x_n so far (Welford's
+    recursion, O(d²) per iteration, never a rescan of the history):
+
+        Q_n(x, ·) = (1 − δ) N(x, 2.38² Σ_n / d) + δ N(x, 0.1² I_d / d)   (n > 2d),
+        Q_n(x, ·) = N(x, 0.1² I_d / d)                                    (n ≤ 2d),
+
+    δ = 0.05. Both components are symmetric, so α = min{1, π(y)/π(x)}. The change of Σ_n per
+    step is O(1/n): diminishing adaptation, and the fixed component gives containment on
+    bounded-away targets (Roberts & Rosenthal 2009). If 2.38²Σ_n/d + ridge·I cannot be
+    factored the fixed component is used for that step. (The authors' ``aRWM`` uses one
+    Gaussian with the mixed covariance instead of the mixture.)
+
+    delta : mixture weight δ ∈ (0, 1) of the fixed component (0.05).
+    fixed_scale : 0.1 in N(x, fixed_scale² I/d).
+    ridge : r ≥ 0 added to Σ_n's diagonal before factorising.
+    burnin : iterations whose states are not collected (≥ 0).
+    """
+
+    name = "arwm"
+    phases = ("burnin", "sampling")
+
+    def __init__(self, delta: float = 0.05, fixed_scale: float = 0.1, ridge: float = 1e-10, burnin: int = 0):
+        delta = float(delta)
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        self.delta = delta
+        fixed_scale = float(fixed_scale)
+        if not (math.isfinite(fixed_scale) and fixed_scale > 0):
+            raise ValueError(f"fixed_scale must be a finite number > 0, got {fixed_scale}")
+        self.fixed_scale = fixed_scale
+        self.ridge = _nonnegative_ridge(ridge)
+        if isinstance(burnin, bool) or int(burnin) != burnin or int(burnin) < 0:
+            raise ValueError(f"burnin must be an integer >= 0, got {burnin!r}")
+        self.burnin = int(burnin)
+
+    def describe(self) -> dict:
+        return {"adaptation": "diminishing", "delta": self.delta, "fixed_scale": self.fixed_scale}
+
+    def warm_up(self, target: Target) -> None:
+        density = jit.compiled_log_density(target)
+        if density is not None:
+            d = target.dim
+            x = np.array(target.start, dtype=float)
+            _arwm_kernel(density, x, 0.0, x.copy(), np.zeros((d, d)), 1.0, np.zeros((1, d + 2)), self.delta,
+                         self.fixed_scale, self.ridge)
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> ARWMState:
+        self.target = target
+        self.rng = rng
+        self._density = jit.compiled_log_density(target)
+        x, logp = check_start(target, x0)
+        d = target.dim
+        return ARWMState(x=x, logp=logp, t=0, mean=x.copy(), m2=np.zeros((d, d)), count=1.0)
+
+    def trace_columns(self, state: ARWMState) -> dict:
+        return {"fixed_component_share": state.n_fixed / state.t if state.t else math.nan}
+
+    def advance(self, state: ARWMState, n: int):
+        d = self.target.dim
+        normals = self.rng.standard_normal((n, d + 2))
+        mean, m2 = np.array(state.mean, dtype=float), np.array(state.m2, dtype=float)
+        fixed_sd = self.fixed_scale / math.sqrt(d)
+        args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, m2, float(state.count), normals,
+                self.delta, fixed_sd, self.ridge)
+        if self._density is None:
+            out = _arwm_loop(self.target._log_density, *args)
+        else:
+            out = _arwm_kernel(self._density, *args)
+        x, logp, count, samples, log_ratio, accepted, logps, n_nonfinite, n_fixed = out
+        self.target.n_density += n
+        t = np.arange(state.t, state.t + n)
+        block = Block(
+            samples=samples[t >= self.burnin],
+            accepted=accepted,
+            accept_prob=np.exp(np.minimum(log_ratio, 0.0)),
+            phase=(t >= self.burnin).astype(np.int8),
+            step_size=np.full(n, np.nan),
+            noise=np.full(n, np.nan),
+            n_nonfinite=int(n_nonfinite),
+            logp=logps,
+        )
+        new = ARWMState(x=x, logp=float(logp), t=state.t + n, mean=mean, m2=m2, count=float(count),
+                        n_fixed=state.n_fixed + int(n_fixed))
+        return new, block

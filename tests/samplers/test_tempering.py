@@ -1,0 +1,126 @@
+"""Parallel tempering: π-invariance of the β = 1 chain from exact draws (banana_dm, basis4),
+moves between all eight basis4 modes, the neighbour-swap rule against a brute-force two-state
+computation, per-pair swap acceptance, block-size independence, the Python loop, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ckam_bench.samplers.tempering import ParallelTempering, _pt_loop
+from ckam_bench.targets.base import Target
+from ckam_bench.targets.divergence import banana_dm, basis4
+from tests.samplers.invariance import check_moments, run_chains
+from tests.samplers.test_divergence import _modes_visited
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [2, 5])
+def test_invariance_banana(k):
+    # The hot chains must start near their π^β (a long warm-up: π^0.1 of banana_dm spreads over
+    # hundreds of units), else the swaps feed chain 1 with too-central states.
+    target = banana_dm()
+    samples, accepted = run_chains(lambda: ParallelTempering(k, step_size=2.0, warmup=30000), target, 128, 4000,
+                                   seed=21, block=10000)
+    check_moments(samples, target.mean, target.variance)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_invariance_basis4(k):
+    target = basis4()
+    samples, _ = run_chains(lambda: ParallelTempering(k, warmup=5000), target, 16, 5000, seed=22, block=10000)
+    check_moments(samples, target.mean, target.variance)
+
+
+def test_visits_all_basis4_modes():
+    target = basis4()
+    sampler = ParallelTempering(5)
+    state = sampler.init(target, [10.0, 0, 0, 0], np.random.default_rng(3))
+    state, block = sampler.advance(state, 40_000)
+    assert len(_modes_visited(block.samples)) == 8
+    rates = sampler.trace_columns(state)["swap_acceptance"]
+    assert rates.shape == (4,) and np.all((rates > 0) & (rates <= 1))
+
+
+class _TwoPoints(Target):
+    """A density on R¹ used only at two points: log π = 0 at x = 0, −1.7 at x = 1 (−inf elsewhere)."""
+
+    name = "two_points"
+
+    def __init__(self):
+        super().__init__(1)
+
+    def _log_density(self, x):
+        return {0.0: 0.0, 1.0: -1.7}.get(float(x[0]), -math.inf)
+
+
+def test_swap_rule_against_two_state_brute_force():
+    """Two chains (β = 1, τ) on two states whose RW moves always leave {0, 1} (rejected): only
+    swaps act. The empirical transition frequencies of ``_pt_loop`` between joint states must
+    match the brute-force matrix whose stationary law is π(x₁) π^τ(x₂)."""
+    target, tau = _TwoPoints(), 0.3
+    betas = np.array([1.0, tau])
+    rng = np.random.default_rng(0)
+    logpi = np.array([0.0, -1.7])
+    counts = np.zeros((4, 4))
+    for start in range(4):
+        i, j = divmod(start, 2)
+        for _ in range(4000):
+            X = np.array([[float(i)], [float(j)]])
+            lp = logpi[[i, j]].copy()
+            normals = rng.standard_normal((1, 2 * 2 + 2))
+            normals[0, :2] = 0.5 + np.abs(normals[0, :2]) * 10  # steps that leave {0, 1}
+            _pt_loop(target._log_density, X, lp, betas, np.ones(2), normals)
+            counts[start, 2 * int(X[0, 0]) + int(X[1, 0])] += 1
+    P_hat = counts / counts.sum(axis=1, keepdims=True)
+    P = np.eye(4)
+    for i, j in ((0, 1), (1, 0)):
+        a = min(1.0, math.exp((1 - tau) * (logpi[j] - logpi[i])))
+        P[2 * i + j, 2 * i + j] -= a
+        P[2 * i + j, 2 * j + i] += a
+    np.testing.assert_allclose(P_hat, P, atol=0.03)
+    w = np.array([math.exp(logpi[i] + tau * logpi[j]) for i in range(2) for j in range(2)])
+    w /= w.sum()
+    np.testing.assert_allclose(w @ P, w, atol=1e-12)
+
+
+def test_chain_does_not_depend_on_block_sizes_and_python_loop(monkeypatch):
+    target = banana_dm()
+    runs = []
+    for flag, sizes in (("1", (700,)), ("1", (123, 577)), ("0", (350, 350))):
+        monkeypatch.setenv("CKAM_BENCH_JIT", flag)
+        sampler = ParallelTempering(3)
+        state = sampler.init(target, [1.0, -2.0], np.random.default_rng(9))
+        target.reset_counters()
+        out = []
+        for k in sizes:
+            state, block = sampler.advance(state, k)
+            out.append(block.samples)
+        assert target.n_density == 3 * 700
+        runs.append(np.concatenate(out))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[0], runs[2], rtol=1e-12)
+
+
+def test_ladders_and_burnin():
+    assert ParallelTempering(5, tau=0.1).betas.tolist() == pytest.approx([1.0, 0.775, 0.55, 0.325, 0.1])
+    assert ParallelTempering(3, tau=0.01, ladder="geometric").betas.tolist() == pytest.approx([1.0, 0.1, 0.01])
+    sampler = ParallelTempering(2, burnin=100)
+    state = sampler.init(banana_dm(), None, np.random.default_rng(0))
+    _, block = sampler.advance(state, 300)
+    assert block.samples.shape == (200, 2)
+    assert sampler.describe()["collects"] == "the beta = 1 chain only"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n_chains": 1}, "^n_chains must be"),
+    ({"n_chains": 10**6}, "^n_chains must be"),
+    ({"tau": 1.5}, "^tau must be"),
+    ({"step_size": [1.0, 2.0]}, "^step_size must be"),
+    ({"ladder": "cubic"}, "^ladder must be"),
+    ({"burnin": -1}, "^burnin must be"),
+    ({"warmup": -1}, "^warmup must be"),
+])
+def test_bad_arguments_name_the_key(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ParallelTempering(**kwargs)

@@ -1,0 +1,62 @@
+"""The divergence paper's tables and figures from stored runs (ckam_bench.report.paper_divergence):
+mean ± sd over seeds of the last checkpoint, Ê[X] averaged over seeds, N/A for columns a run
+lacks, the paper's row order, and the scatter / trace figures written as files."""
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from ckam_bench import store
+from ckam_bench.report.aggregate import load_results
+from ckam_bench.report.paper_divergence import divergence_table, figures, tables
+from ckam_bench.targets.divergence import basis4, double_banana
+
+TARGETS = {"double_banana": (double_banana, "ckam_bench.targets.divergence.double_banana", 2),
+           "basis4": (basis4, "ckam_bench.targets.divergence.basis4", 4)}
+
+
+def _run(root, target, sampler, seed, acceptance, mean_error, estimate, moments=True):
+    make, node, dim = TARGETS[target]
+    path = root / f"{sampler}_{target}_s{seed}"
+    (path / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create({"target": {"_target_": node, "dim": dim}, "seed": seed,
+                                     "sampler": {"_target_": "x"}}), path / ".hydra" / "config.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": {"runtime": {"choices": {"target": target, "sampler": sampler}}}}),
+                   path / ".hydra" / "hydra.yaml")
+    trace = pd.DataFrame({"run_id": path.name, "target": target, "sampler": sampler, "kernel": "none",
+                          "seed": seed, "checkpoint": [0, 1], "sampler_seconds": [0.1, 1.0],
+                          "iterations": [100, 1000], "acceptance": [0.9, acceptance], "esjd": [5.0, 2.0]})
+    if moments:
+        trace["mean_error"] = [99.0, mean_error]
+        trace["mean_estimate"] = [np.zeros(dim), np.asarray(estimate, float)]
+    store.write_parquet(trace, path / store.TRACE)
+    x = make().sample(300, np.random.default_rng(seed))
+    samples = pd.DataFrame(x, columns=[f"x{j}" for j in range(dim)])
+    samples.insert(0, "index", np.arange(300))
+    store.write_parquet(samples, path / store.SAMPLES)
+    store.write_json({"state": "complete", "run_id": path.name, "target": target, "sampler": sampler,
+                      "kernel": "none", "seed": seed}, path / store.STATUS)
+
+
+def test_tables_and_figures(tmp_path):
+    root = tmp_path / "runs"
+    _run(root, "double_banana", "scout", 0, 0.8, 1.0, [0.0, -24.0])
+    _run(root, "double_banana", "scout", 1, 0.6, 3.0, [2.0, -26.0])
+    _run(root, "double_banana", "rw", 0, 0.5, 7.0, [0.0, -18.0], moments=False)
+    _run(root, "basis4", "pt", 0, 0.4, 2.0, [0, 0, 0, 0])
+    results = load_results(root)
+    table = divergence_table(results, "double_banana")
+    assert table.title.startswith("Table 1")
+    assert [row[0] for row in table.rows] == ["rw", "scout"]  # the paper's order
+    header = table.header
+    scout = dict(zip(header, table.rows[1]))
+    assert scout["Accept (%)"] == "70 ± 14.1"
+    assert scout["d(E[X], Ê[X])"] == "2 ± 1.41"
+    assert scout["Ê[X]"] == "[1, -25]"
+    assert scout["ESJD (mean)"] == "2 ± 0"
+    rw = dict(zip(header, table.rows[0]))
+    assert rw["d(E[X], Ê[X])"] == "N/A" and rw["seeds"] == "1"
+    assert [t.stem for t in tables(results)] == ["dm_table_double_banana", "dm_table_basis4"]
+    saved = [d.save(tmp_path / "out", ("png",)) for d in figures(results)]
+    assert {f.paths[0].name for f in saved} == {"dm_scatter_double_banana.png", "dm_traces_basis4.png"}
+    assert all(p.stat().st_size > 1000 for f in saved for p in f.paths)
