@@ -7,11 +7,23 @@ constructor arguments, so a config swaps one for another without touching sample
 
 * :class:`Constant` — :math:`c`. A constant AM learning rate, a constant noise γ, or an
   adaptation probability of 1.
-* :class:`PowerDecay` — :math:`s\,(1+t)^{-\epsilon}`. Robbins–Monro learning rates
+* :class:`PowerDecay` — :math:`s\,(1+t_0+t)^{-\epsilon}`. Robbins–Monro learning rates
   (ε ∈ (1/2, 1] gives Σ η_t = ∞, Σ η_t² < ∞) and KAM's subsample-redraw probability
   :math:`p_t = (1+t)^{-1/2}` (p_t → 0, Σ p_t = ∞: diminishing adaptation).
 * :class:`RobbinsMonro` — the step-size rule :math:`\log\nu \leftarrow \log\nu + \eta_t(\alpha_t - \alpha^*)`
-  with :math:`\eta_t = s\,(1+t)^{-\epsilon}`. (The cKAM paper's Algorithm 1 prints
+  with :math:`\eta_t = s\,(1+t_0+t)^{-\epsilon}`.
+
+**Keeping Σ₀ (the offset t₀).** An AM-type covariance update
+:math:`\Sigma_{t+1} = \Sigma_t + \eta_t[(\theta_{t+1}-\mu_t)(\theta_{t+1}-\mu_t)^\top - \Sigma_t]`
+with :math:`\eta_0 = 1` (t₀ = 0, s = 1) replaces Σ₀ by a rank-one matrix at the first step (rank
+0 if the first proposal is rejected), and in high dimension the chain can spend most of its
+run re-growing the lost directions (issue 9: on gmm32 GAM kept only 20–23 of 32 eigenvalues
+above 1e-3 after 200k steps). With an offset the first rate is :math:`\eta_0 = s(1+t_0)^{-\epsilon}`
+and Σ₀ keeps weight :math:`\prod_{i<t}(1-\eta_i) > 0`; for ε = 1, s = 1 the update is (up to
+O(1/t) terms) the empirical covariance of the chain with Σ₀ counted as t₀ pseudo-observations. The offset only
+shifts the clock: Σ η_t = ∞ and Σ η_t² < ∞ still hold, so the adaptation still diminishes.
+The defaults of AM, RBAM and GAM use t₀ = 100 (η₀ ≈ 0.032 for ε = 0.75); cKAM/KAM's step-size
+rule keeps t₀ = 0 as the paper prints it. (The cKAM paper's Algorithm 1 prints
   :math:`1/(1+\epsilon)^t`, a geometric rate that stops adaptation almost at once, and its table
   footnote prints :math:`(1+t)^{\epsilon}`; both are typos for this standard rate.)
 * :class:`Window` — value ``v`` while ``t < until``, then 0: "adapt during burn-in only".
@@ -50,21 +62,40 @@ class Constant:
     def __call__(self, t: int) -> float:
         return float(self.value)
 
+    @property
+    def diminishing(self) -> bool:
+        """True only for the constant 0 (no adaptation at all)."""
+        return float(self.value) == 0.0
+
+
+def _offset(value) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"offset must be a finite number >= 0, got {value}")
+    return value
+
 
 @dataclass(frozen=True)
 class PowerDecay:
-    """``scale * (1 + t) ** -exponent``."""
+    """``scale * (1 + offset + t) ** -exponent`` (``offset`` t₀ keeps Σ₀: module docstring)."""
 
     scale: float = 1.0
     exponent: float = 0.5
+    offset: float = 0.0
 
     def __post_init__(self):
         _positive("scale", self.scale)
         if not (math.isfinite(self.exponent) and self.exponent >= 0):
             raise ValueError(f"exponent must be >= 0, got {self.exponent}")
+        _offset(self.offset)
 
     def __call__(self, t: int) -> float:
-        return self.scale * (1.0 + t) ** (-self.exponent)
+        return self.scale * (1.0 + self.offset + t) ** (-self.exponent)
+
+    @property
+    def diminishing(self) -> bool:
+        """True when the values decay to 0 (exponent > 0)."""
+        return self.exponent > 0
 
 
 @dataclass(frozen=True)
@@ -81,27 +112,34 @@ class Window:
     def __call__(self, t: int) -> float:
         return float(self.value) if t < self.until else 0.0
 
+    diminishing = True  # zero after ``until``: finite adaptation
+    finite = True
+
 
 @dataclass(frozen=True)
 class RobbinsMonro:
     """Step-size adaptation towards a target acceptance rate α*.
 
-    ``rate(t) = scale * (1 + t) ** -epsilon``;
+    ``rate(t) = scale * (1 + offset + t) ** -epsilon``;
     ``update(log_nu, alpha, t) = log_nu + rate(t) * (alpha - target_accept)``.
     """
 
     epsilon: float = 0.75
     target_accept: float = 0.234
     scale: float = 1.0
+    offset: float = 0.0
 
     def __post_init__(self):
         _positive("epsilon", self.epsilon)
         _positive("scale", self.scale)
+        _offset(self.offset)
         if not 0.0 < self.target_accept < 1.0:
             raise ValueError(f"target_accept must be in (0, 1), got {self.target_accept}")
 
     def __call__(self, t: int) -> float:
-        return self.scale * (1.0 + t) ** (-self.epsilon)
+        return self.scale * (1.0 + self.offset + t) ** (-self.epsilon)
+
+    diminishing = True
 
     rate = __call__
 

@@ -28,18 +28,23 @@ starting from μ_0 = θ_0, Σ_0 = I:
 * **GAM** (alg. 4; "AM-LS" in the KAMH paper) — AM's μ, Σ updates plus a global scale driven
   towards the acceptance rate α* (0.234) by a Robbins–Monro recursion with the same η_t:
 
-      log λ_{t+1} = log λ_t + η_t (α_t − α*),   λ_0 = ν²,   η_t = s (1 + t)^(−ε).
+      log λ_{t+1} = log λ_t + η_t (α_t − α*),   λ_0 = ν²,   η_t = s (1 + t_0 + t)^(−ε).
 
   The recorded step size is √λ_t.
 
-Learning rates. ``rate`` (AM, RBAM) is any schedule of ``ckam_bench.schedules``: the cKAM
-tables use a constant η (0.1 bimodal, 0.01 / 0.001 otherwise); a decaying η_t = (1 + t)^(−ε),
-ε ∈ (1/2, 1], gives diminishing adaptation, which is what guarantees that the chain still
-targets π (Andrieu & Thoms, §2). With a constant η, μ and Σ are exponentially weighted
-averages over the last ~1/η states and never settle, so the chain's stationary law is only
-approximately π. η_t must lie in [0, 1] (Σ_{t+1} is then a convex combination of positive
-semidefinite matrices); a rate with η_0 = 1 replaces μ_0, Σ_0 by θ_1 and
-(θ_1 − θ_0)(θ_1 − θ_0)ᵀ at the first step.
+Learning rates. ``rate`` (AM, RBAM) is any schedule of ``ckam_bench.schedules``. The
+defaults (``conf/sampler/{am,rbam,gam}.yaml``) decay, η_t = (1 + t_0 + t)^(−0.75) with offset
+t_0 = 100: diminishing adaptation, which is what guarantees that the chain still targets π
+(Andrieu & Thoms, §2; Roberts & Rosenthal 2007). The cKAM tables use a constant η (0.1
+bimodal, 0.01 / 0.001 otherwise), kept in the paper presets only: with a constant η, μ and Σ
+are exponentially weighted averages over the last ~1/η states and never settle, so the
+chain's stationary law is not π (issue 9 measured AM's variance 13 % low and RBAM's 22 % low
+on gauss2d_corr, RBAM's gmm2d mean off by −0.70). ``describe()`` reports the kind
+(``adaptation``: diminishing / non-diminishing / finite) into the run's ``status.json``.
+η_t must lie in [0, 1] (Σ_{t+1} is then a convex combination of positive semidefinite
+matrices); a rate with η_0 = 1 (t_0 = 0) replaces μ_0, Σ_0 by θ_1 and
+(θ_1 − θ_0)(θ_1 − θ_0)ᵀ at the first step, a rank-one matrix: the offset t_0 keeps Σ_0
+(:mod:`ckam_bench.schedules`).
 
 Closed form (tested): with η_t = 1/(t + 1) the recursions give, for t ≥ 1,
 
@@ -176,6 +181,15 @@ def _as_schedule(rate, name: str):
     return rate
 
 
+def adaptation_kind(rate) -> str:
+    """"finite" (a rate that is 0 after a fixed time), "diminishing" (decays to 0: Roberts &
+    Rosenthal's diminishing adaptation) or "non-diminishing" (e.g. a constant rate > 0: the
+    chain does not target π, see the module docstring), from the schedule's flags."""
+    if getattr(rate, "finite", False):
+        return "finite"
+    return "diminishing" if getattr(rate, "diminishing", False) else "non-diminishing"
+
+
 def _nonnegative_ridge(ridge) -> float:
     ridge = float(ridge)
     if not (math.isfinite(ridge) and ridge >= 0):
@@ -306,6 +320,11 @@ class _AdaptiveCovariance(Sampler):
     _rao_blackwellised = False
     _target_accept: float | None = None
     _records_step = True
+
+    def describe(self) -> dict:
+        """The kind of adaptation (``adaptation_kind`` of the rate) and the first rates."""
+        return {"adaptation": adaptation_kind(self._rate), "schedule": repr(self._rate),
+                "rate_t0": float(self._rate(0)), "rate_t1000": float(self._rate(1000))}
 
     def warm_up(self, target: Target) -> None:
         density = jit.compiled_log_density(target)

@@ -87,6 +87,37 @@ u = τ/L, phases ``("exploration", "sampling")``; runs for as long as it is adva
   part of a block come from one matrix product and the loop is random-walk Metropolis's own
   (:func:`ckam_bench.samplers.random_walk.metropolis_walk`): sampling costs what RW costs.
 
+**cKAM as published is not π-invariant.** Each iteration is a valid MH step for the kernel it
+uses, but that kernel depends on the chain's past: ν is re-adapted inside every cycle, the
+adapted ν depends on the mode the cycle spent its exploration in (bimodal: median 0.48 in the
+narrow mode, 1.83 in the wide one, issue 9), and it is frozen, together with Σ built from A_θ
+at the *current* θ, into the whole sampling phase. The sampling-phase kernel is thus chosen by
+the state it starts from, and since the adaptation restarts every cycle it never diminishes:
+Roberts & Rosenthal's conditions fail and the cycle kernel does not leave π invariant. The
+stationarity check (:mod:`ckam_bench.stationarity`) shows it: 100 chains started from exact
+draws of the bimodal target at a cycle start drift from 50 % in the wide mode to about a
+quarter within 60 cycles (README, Validity; ``describe()`` reports
+``adaptation: non-diminishing``).
+
+**cKAM with finite adaptation** (``adapt_cycles`` = C, ``sampler=ckam_finite``). The first C
+cycles run exactly as above. At the transition of cycle C − 1 the adapted quantities are
+frozen: ξ = (z, ν_exp, L_Σ, ν_0, γ_s). Every later cycle keeps them: its exploration runs the
+KAM iteration with the frozen z and ν (no redraw, no step-size update; the noise γ_τ still
+follows its schedule over the cycle, a deterministic function of τ), its transition reuses
+L_Σ and ν_0 instead of rebuilding Σ at the current θ, and its sampling phase is unchanged
+(the cheap symmetric N(θ, ν_τ² Σ) walk, ν_τ the cosine of τ). Validity: after the fixed time
+T_f = C·L, each iteration τ of a cycle is a Metropolis–Hastings step whose proposal depends
+only on (θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with the forward and reverse
+densities built from the same z; sampling: a symmetric Gaussian — so each step is
+π-reversible and the cycle kernel P_ξ = K_{ξ,0} ⋯ K_{ξ,L−1} leaves π invariant for every ξ.
+Each exploration step has a proposal density positive everywhere (γ_τ ≥ γ_end > 0) and
+positive acceptance where π > 0, so P_ξ is π-irreducible and aperiodic, hence ergodic. The
+adaptation stops at a fixed time (finite adaptation, Roberts & Rosenthal 2007, §3): given ξ
+and X_{T_f}, the cycle-start states are a homogeneous Markov chain with kernel P_ξ and their
+law converges to π, and so does that of every collected state. The exploration (noise 4 → 1
+over each cycle, the kernel proposal) and the cheap sampling phase are kept; only the
+per-cycle re-adaptation goes. ``describe()`` reports ``adaptation: finite`` and T_f.
+
 Compiled loops (:mod:`ckam_bench.jit`; ``CKAM_BENCH_JIT=0`` switches them off): with numba
 and a target that has a compiled density, the sampling phase runs RW's compiled kernel. The
 KAM iteration stays in Python (the kernel gradients call scipy's Bessel functions, which
@@ -370,17 +401,20 @@ class _Kameleon(Sampler):
         return value - 0.5 * d * _LOG_2PI
 
     def _kam_segment(self, st: KAMState, kern, rec: BlockRecorder, i0: int, k: int,
-                     clock0: int, collect: bool, phase: int):
+                     clock0: int, collect: bool, phase: int, adapt: bool = True):
         """Run k KAM iterations on ``st`` in place (schedule clock clock0, clock0 + 1, …).
 
         ``kern`` is the kernel fitted on the current subsample; returns the one fitted on the
         subsample at the end. Records diagnostics into rows i0 … i0 + k − 1 of ``rec``.
+        ``adapt`` False (cKAM after its adaptation cycles) keeps z and ν fixed: no redraw,
+        no step-size update (the same random numbers are drawn either way).
         """
         d, m = st.x.shape[0], self.subsample_size
         draws = self.rng.standard_normal((k, d + 2 * m + 3))
         clocks = range(clock0, clock0 + k)
         gammas = [float(self.noise(s)) for s in clocks]
-        redraw = (ndtr(draws[:, d + m + 1]) < [self.subsample_prob(s) for s in clocks]).tolist()
+        redraw = ((ndtr(draws[:, d + m + 1]) < [self.subsample_prob(s) for s in clocks]).tolist()
+                  if adapt else [False] * k)
         noise_steps = draws[:, :d] * np.asarray(gammas)[:, None]  # γ_s ξ
         zeta = draws[:, d : d + m]
         log_u = log_ndtr(draws[:, d + m]).tolist()
@@ -390,7 +424,7 @@ class _Kameleon(Sampler):
         # the compiled density when there is one (uncounted: counted once for the segment)
         log_density = self.target.log_density if self._density is None else self._density
         isfinite, exp, compiled = math.isfinite, math.exp, self._compiled
-        adapt, ridge = self.adaptation.update, self.ridge
+        update, ridge = self.adaptation.update, self.ridge
         hist, capacity, zbuf, samples = st.history, st.history.shape[0], st.z, rec.samples
         x, logp, log_nu = st.x, st.logp, st.log_step
         n_seen, n_sub = st.n_seen, st.n_sub
@@ -442,7 +476,8 @@ class _Kameleon(Sampler):
                 x_old = x
             alphas[j] = alpha
             nus[j] = nu
-            log_nu = adapt(log_nu, alpha, clock0 + j)
+            if adapt:
+                log_nu = update(log_nu, alpha, clock0 + j)
             if n_seen < capacity:
                 hist[n_seen] = x_old
             else:
@@ -525,14 +560,18 @@ class CyclicalKAM(_Kameleon):
     noise : schedule of γ_τ, clock restarted every cycle, γ_0 > 0.
     subsample_prob : schedule of the redraw probability p_τ, clock restarted every cycle.
     ridge : relative jitter for covariances that are numerically singular (> 0).
+    adapt_cycles : None (as published: every cycle re-adapts; not π-invariant) or C ≥ 1:
+        adapt during the first C cycles, then freeze z, ν and the sampling covariance
+        (finite adaptation; the module docstring gives the validity argument).
     """
 
     name = "ckam"
     phases = ("exploration", "sampling")
 
     def __init__(self, kernel, step_size: float, subsample_size: int, cycle: CyclicalCosine,
-                 adaptation, noise, subsample_prob, ridge: float = 1e-10):
+                 adaptation, noise, subsample_prob, ridge: float = 1e-10, adapt_cycles: int | None = None):
         self._setup(kernel, step_size, subsample_size, adaptation, noise, subsample_prob)
+        self.adapt_cycles = None if adapt_cycles is None else _count("adapt_cycles", adapt_cycles, 1)
         if not isinstance(cycle, CyclicalCosine):
             raise ValueError(f"cycle must be a ckam_bench.schedules.CyclicalCosine, got {cycle!r}")
         self.cycle = cycle
@@ -555,6 +594,21 @@ class CyclicalKAM(_Kameleon):
         super().warm_up(target)
         warm_up_walk(target)
 
+    def describe(self) -> dict:
+        """Adaptation kind (non-diminishing as published, finite with ``adapt_cycles``) and
+        the cycle's resolved numbers."""
+        info = {"adaptation": "non-diminishing" if self.adapt_cycles is None else "finite",
+                "cycle_length": self.cycle_length, "exploration_iterations": self.n_explore,
+                "noise_horizon": getattr(self.noise, "horizon", None)}
+        if self.adapt_cycles is not None:
+            info.update(adapt_cycles=self.adapt_cycles,
+                        frozen_after_iterations=self.adapt_cycles * self.cycle_length)
+        return info
+
+    def _frozen(self, t: int) -> bool:
+        """True in the cycles after the adaptation cycles (never for published cKAM)."""
+        return self.adapt_cycles is not None and t // self.cycle_length >= self.adapt_cycles
+
     def init(self, target: Target, x0, rng: np.random.Generator) -> CyclicalKAMState:
         d = target.dim
         return self._new_state(CyclicalKAMState, target, x0, rng, self.n_explore, chol=np.zeros((d, d)))
@@ -567,18 +621,22 @@ class CyclicalKAM(_Kameleon):
         i = 0
         while i < n:
             tau = st.t % L
+            frozen = self._frozen(st.t)
             if tau < n_explore:
                 if not owned:
                     st, owned = st.copy(), True
-                if tau == 0:
+                if tau == 0 and frozen:
+                    kern = self._restart_frozen(st)
+                elif tau == 0:
                     self._start_cycle(st)
                     kern = self.kernel
                 elif kern is None:
                     kern = self.kernel.fit(st.z[: st.n_sub])
                 k = min(n - i, n_explore - tau)
-                kern = self._kam_segment(st, kern, rec, i, k, tau, collect=False, phase=0)
+                kern = self._kam_segment(st, kern, rec, i, k, tau, collect=False, phase=0,
+                                         adapt=not frozen)
             else:
-                if tau == n_explore:
+                if tau == n_explore and not frozen:
                     self._transition(st, rec)
                 k = min(n - i, L - tau)
                 self._sampling_segment(st, rec, i, k, tau)
@@ -591,6 +649,17 @@ class CyclicalKAM(_Kameleon):
         st.n_sub = 0
         st.gram[...] = 0.0
         st.log_step = math.log(self.step_size)
+
+    def _restart_frozen(self, st: CyclicalKAMState):
+        """τ = 0 of a frozen cycle: keep z and ν, recompute A_θ, S_θ at the current θ (the
+        sampling phase moved it); returns the kernel fitted on the frozen z."""
+        st.n_seen = 0
+        kern = self.kernel.fit(st.z[: st.n_sub])
+        if st.n_sub >= 2:
+            B, S = centred_gradients(kern, st.x, st.z[: st.n_sub])
+            st.grads[: st.n_sub] = B
+            st.gram[...] = S
+        return kern
 
     def _transition(self, st: CyclicalKAMState, rec: BlockRecorder) -> None:
         """First sampling iteration: ν_0 and L_Σ, Σ = (γ/ν_exp)² I + A Aᵀ at the current θ, z."""
