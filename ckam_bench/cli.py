@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import re
 import sys
 import time
@@ -40,8 +39,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-import ckam_bench
-from ckam_bench import jit, rundir
+from ckam_bench import jit, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
@@ -60,21 +58,6 @@ def config_hash(cfg: DictConfig) -> str:
         plain.pop(key, None)
     plain["__loops__"] = "compiled" if jit.enabled() else "python"
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def versions() -> dict:
-    import pandas
-    import scipy
-
-    return {
-        "ckam_bench": ckam_bench.__version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "pandas": pandas.__version__,
-        "hydra": hydra.__version__,
-        "platform": platform.platform(),
-    }
 
 
 def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
@@ -145,7 +128,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
         max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
-        status_extra={"config_hash": config_hash(cfg), "versions": versions(),
+        status_extra={"config_hash": config_hash(cfg), "provenance": provenance.collect(),
                       "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported},
     )
