@@ -455,3 +455,19 @@ def test_real_sweep_renders(tmp_path):
     assert not [line for line in proc.stdout.splitlines() if line.startswith("skipped ")]
     table = (out / "table1_hyperparameters_bimodal.md").read_text()
     assert "| ckam |" in table and "| 1000 |" in table
+
+
+def test_read_only_output_folder_is_one_line(tmp_path, capsys):
+    if os.geteuid() == 0:  # root ignores permissions: use a path below a file instead
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        out = blocker / "figures"
+    else:
+        out = tmp_path / "ro"
+        out.mkdir()
+        out.chmod(0o500)
+    results = tmp_path / "runs"
+    results.mkdir()
+    assert figures_main([str(results), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write to" in err

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -90,11 +91,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _unwritable(out: Path) -> str | None:
+    """Why figures cannot be written into ``out`` (None when they can); checked before any
+    figure is drawn, so a read-only folder is one line, not a traceback after the work."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".ckam-write-test-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not args.results.is_dir():
         print(f"ckam-bench-figures: {args.results} is not a folder", file=sys.stderr)
         return 2
+    problem = _unwritable(args.out)
+    if problem:
+        print(f"ckam-bench-figures: cannot write to {args.out}: {problem}", file=sys.stderr)
+        return 1
     results = load_results(args.results, include_incomplete=args.include_incomplete,
                            targets=args.targets)
     for item in results.skipped:
