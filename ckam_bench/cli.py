@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import re
 import sys
 import time
@@ -40,8 +39,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-import ckam_bench
-from ckam_bench import jit, rundir
+from ckam_bench import discovery, jit, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
@@ -60,21 +58,6 @@ def config_hash(cfg: DictConfig) -> str:
         plain.pop(key, None)
     plain["__loops__"] = "compiled" if jit.enabled() else "python"
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def versions() -> dict:
-    import pandas
-    import scipy
-
-    return {
-        "ckam_bench": ckam_bench.__version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "pandas": pandas.__version__,
-        "hydra": hydra.__version__,
-        "platform": platform.platform(),
-    }
 
 
 def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
@@ -145,7 +128,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
         max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
-        status_extra={"config_hash": config_hash(cfg), "versions": versions(),
+        status_extra={"config_hash": config_hash(cfg), "provenance": provenance.collect(),
                       "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported,
                       "metrics_info": {name: m.describe() for name, m in metrics.items()
@@ -353,6 +336,15 @@ def main() -> None:
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
     argv = sys.argv[1:]
+    if argv[:1] == ["list"]:
+        discovery.print_list()
+        return
+    if argv[:1] in (["--help"], ["-h"]):
+        discovery.print_help()
+        return
+    if argv[:1] == ["--version"]:
+        discovery.print_version()
+        return
     for flag in ("--cfg", "-c"):
         if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:
             i = argv.index(flag)

@@ -56,7 +56,11 @@ def test_single_run_writes_its_folder(tmp_path):
     status = json.loads((out / store.STATUS).read_text())
     assert status["state"] == "complete" and status["seed"] == 3
     assert status["kernel"] == "gaussian" and len(status["config_hash"]) == 64
-    assert "numpy" in status["versions"]
+    prov = status["provenance"]
+    assert prov["versions"]["numpy"] and prov["versions"]["numba"]
+    assert prov["loops"] in ("compiled", "python") and prov["cpu_count"] >= 1
+    assert {"git_commit", "git_dirty", "cpu_model", "load_average_start"} <= set(prov)
+    assert status["budget"]["clock"] == "wall" and "load_average_end" in status
     trace = pd.read_parquet(out / store.TRACE)
     assert (trace.kernel == "gaussian").all() and trace.sampler_seconds.iloc[-1] >= 0.5
     assert "complete" in proc.stderr
