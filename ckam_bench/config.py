@@ -2,6 +2,9 @@
 
 * ``${optimal_scale:d,f}`` — f · 2.38/√d, the Roberts–Rosenthal optimal random-walk scale
   times a factor (the cKAM tables use f = 1 for AM/GAM and f = 2 for KAM/cKAM).
+* ``${iterations:seconds,per_second[,fraction]}`` — int(fraction · seconds · per_second): a
+  schedule the paper states as a fraction of the run ("4 → 1 over the whole run", "40 %
+  burn-in") in iterations, from the run's budget and a stated throughput (KAM's paper presets).
 * ``${ckam_uid:}`` — a short random token, resolved once per run and copied to sweep jobs by
   Hydra's resolver cache, so output folders never collide even when started in the same second.
 """
@@ -18,6 +21,10 @@ def optimal_scale(dim, factor=1.0) -> float:
     return float(factor) * 2.38 / math.sqrt(float(dim))
 
 
+def iterations(seconds, per_second, fraction=1.0) -> int:
+    return max(1, int(float(fraction) * float(seconds) * float(per_second)))
+
+
 def _uid() -> str:
     return secrets.token_hex(4)
 
@@ -25,5 +32,7 @@ def _uid() -> str:
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("optimal_scale"):
         OmegaConf.register_new_resolver("optimal_scale", optimal_scale)
+    if not OmegaConf.has_resolver("iterations"):
+        OmegaConf.register_new_resolver("iterations", iterations)
     if not OmegaConf.has_resolver("ckam_uid"):
         OmegaConf.register_new_resolver("ckam_uid", _uid, use_cache=True)
