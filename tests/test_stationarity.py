@@ -124,6 +124,49 @@ def test_command_bad_value_exits_2(tmp_path):
     assert "n_chains" in done.stderr
 
 
+def test_kl_floor_is_the_kl_of_exact_draws():
+    """The multinomial shortcut gives the same distribution as binning real exact draws."""
+    from ckam_bench.metrics.kl import SymmetricKL, kl_floor
+
+    t = bimodal()
+    floor = kl_floor(t, [10_000], repeats=30, seed=1)
+    rng = np.random.default_rng(2)
+    direct = []
+    for _ in range(30):
+        metric = SymmetricKL(t)
+        metric.update(t.sample(10_000, rng))
+        direct.append(metric.value())
+    assert floor["median"].iloc[0] == pytest.approx(np.median(direct), rel=0.05)
+    assert floor["median"].iloc[0] == pytest.approx(0.13, abs=0.01)  # issue 9's level
+    many = kl_floor(gmm32(), [100, 10_000], repeats=3)
+    assert many["median"].iloc[1] < many["median"].iloc[0]
+    with pytest.raises(ValueError, match="^n_values"):
+        kl_floor(t, [0])
+
+
+def test_validity_report_renders_drift_and_verdicts(tmp_path):
+    from ckam_bench.report.validity import append_to_report
+    from ckam_bench.stationarity import write_outputs
+
+    t = bimodal()
+    for name in ("exact_a", "exact_b"):
+        result = check_stationarity(ExactDraws, t, n_chains=20, times=[1, 2], seed=0, n_reference=500)
+        write_outputs(result, tmp_path / "results" / name,
+                      {"sampler": name, "target": "bimodal", "label": name, "adaptation": "none",
+                       "cycle_length": 1})
+    report = tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    report.write_text("# report\n")
+    append_to_report(report, tmp_path / "results", tmp_path / "out", formats=("png",))
+    text = report.read_text()
+    assert "## Validity" in text and "validity_drift_bimodal.png" in text
+    assert "| exact_a |" in text and (tmp_path / "out" / "validity_drift_bimodal.png").exists()
+    empty = tmp_path / "none.md"
+    empty.write_text("x")
+    append_to_report(empty, tmp_path / "out", tmp_path / "out2")
+    assert empty.read_text() == "x"
+
+
 # ---------------------------------------------------------------------------- slow
 @pytest.mark.slow
 def test_false_alarm_rate_near_nominal():
