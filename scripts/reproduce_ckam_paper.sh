@@ -39,7 +39,7 @@
 # 50 %), on gmm2d it keeps falling (0.01 at 100 s, 0.0016 at 600 s). gmm2d 120 s: every
 # sampler is past its transient (cKAM and KAM at KL ~0.006 and still falling, AM's constant
 # rate levels off at 4e-4). gmm32 300 s: cKAM collects from ~5 s on (4800 exploration
-# iterations), KAM only after its 40000-iteration burn-in (20-45 s); AM's KL rises 7 -> 11 as
+# iterations), KAM only after its burn-in (then 40000 iterations, 20-45 s; now 40 % of the run); AM's KL rises 7 -> 11 as
 # in the paper, RBAM levels off at 0.4, GAM, KAM and cKAM fall to 0.006-0.06. Kernels 120 s
 # (15 runs): cKAM with the Matérn kernel has crossed between the bimodal modes several times
 # by then (at least 6 crossings seen in the thinned samples).
@@ -96,7 +96,7 @@ seed_list=$(seq -s, 0 $(( seeds - 1 )))
 # experiment | runs per seed | --quick budget (s). The quick budgets keep three distinct values
 # on the bimodal target (comparison 6 s, long 12 s, kernels 4 s), as the full budgets do: the
 # figures tell the sets of cKAM runs apart by budget. The comparison budgets let KAM pass its
-# 40000-iteration burn-in and collect samples (2-D: ~10k it/s, gmm32: ~4k it/s with 2 jobs).
+# burn-in (40 % of budget x the preset's throughput) and collect samples.
 experiments=(
     "paper_bimodal 7 6"
     "paper_gmm2d 7 6"

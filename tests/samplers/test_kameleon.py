@@ -527,7 +527,7 @@ def test_config_defaults_are_the_paper_tables():
     assert (ckam.noise.start, ckam.noise.end, ckam.noise.rate, ckam.noise.horizon) == (4.0, 1.0, 0.55, 1000)
     assert ckam.subsample_prob == PowerDecay(1.0, 0.5)
     assert ckam.adapt_cycles == 2 and ckam.describe()["adaptation"] == "finite"  # valid default
-    assert (kam.subsample_size, kam.burnin) == (30, 40000)
+    assert (kam.subsample_size, kam.burnin, kam.noise.horizon) == (30, 10000, 25000)
     assert (kam.noise.start, kam.noise.end, kam.noise.rate) == (4.0, 1.0, 0.55)
     assert kam.step_size == ckam.step_size
     assert authors.step_size == pytest.approx(4 * 2.38**2 / 2, rel=1e-5) and authors.adaptation.epsilon == 2.0
