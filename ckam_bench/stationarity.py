@@ -328,9 +328,10 @@ def _app_main(cfg) -> int:
         return 2
     sampler_cfg = cfg.sampler
     probe = instantiate(sampler_cfg)
+    experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
-            "experiment": cfg.get("experiment") or "default", "kernel": choices.get("kernel"),
-            "label": choices.get("sampler") + (f" [{cfg.experiment}]" if cfg.get("experiment") else ""),
+            "experiment": experiment or "default", "kernel": choices.get("kernel"),
+            "label": choices.get("sampler") + (f" [{experiment}]" if experiment else ""),
             **{k: v for k, v in probe.describe().items() if isinstance(v, (str, int, float))},
             "config": OmegaConf.to_container(cfg.sampler, resolve=True)}
     try:
