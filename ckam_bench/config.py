@@ -4,6 +4,9 @@
   times a factor (the cKAM tables use f = 1 for AM/GAM and f = 2 for KAM/cKAM).
 * ``${sum:a,b,...}`` — the sum of numbers (e.g. an iteration cap of burn-in plus collected draws:
   ``${sum:${oc.select:sampler.burn_in,20000},20000}``).
+* ``${iterations:seconds,per_second[,fraction]}`` — int(fraction · seconds · per_second): a
+  schedule the paper states as a fraction of the run ("4 → 1 over the whole run", "40 %
+  burn-in") in iterations, from the run's budget and a stated throughput (KAM's paper presets).
 * ``${ckam_uid:}`` — a short random token, resolved once per run and copied to sweep jobs by
   Hydra's resolver cache, so output folders never collide even when started in the same second.
 """
@@ -23,6 +26,8 @@ def optimal_scale(dim, factor=1.0) -> float:
 def _sum(*values):
     total = sum(values)
     return int(total) if all(float(v).is_integer() for v in values) else float(total)
+def iterations(seconds, per_second, fraction=1.0) -> int:
+    return max(1, int(float(fraction) * float(seconds) * float(per_second)))
 
 
 def _uid() -> str:
@@ -34,5 +39,7 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("optimal_scale", optimal_scale)
     if not OmegaConf.has_resolver("sum"):
         OmegaConf.register_new_resolver("sum", _sum)
+    if not OmegaConf.has_resolver("iterations"):
+        OmegaConf.register_new_resolver("iterations", iterations)
     if not OmegaConf.has_resolver("ckam_uid"):
         OmegaConf.register_new_resolver("ckam_uid", _uid, use_cache=True)

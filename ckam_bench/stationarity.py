@@ -270,3 +270,101 @@ def check_stationarity(make_sampler, target: Target, n_chains: int = 100, times=
     table["reject"] = table["p_holm"] < alpha
     return StationarityResult(tests=table, states=states, times=times, n_chains=n_chains,
                               alpha=float(alpha), seed=seed, n_reference=n_reference)
+
+
+# ---------------------------------------------------------------------------- command line
+OUTPUT_FILES = ("check.json", "tests.csv", "verdict.csv", "verdict.md", "stationarity.png")
+DEFAULT_CYCLES = (1, 2, 5, 10, 20)
+DEFAULT_TIMES = (1000, 5000, 20000)
+
+
+def default_times(sampler) -> list[int]:
+    """Cycles 1, 2, 5, 10, 20 of a cyclic sampler (``describe()["cycle_length"]``), else
+    iterations 1000, 5000, 20000."""
+    cycle = (sampler.describe() or {}).get("cycle_length")
+    return [int(c * cycle) for c in DEFAULT_CYCLES] if cycle else list(DEFAULT_TIMES)
+
+
+def write_outputs(result: StationarityResult, out_dir: Path, info: dict) -> dict:
+    """Write the check's files (``OUTPUT_FILES``) into ``out_dir``, refusing to overwrite."""
+    from ckam_bench.report.validity import figure_check, markdown
+
+    out_dir = Path(out_dir)
+    clash = [name for name in OUTPUT_FILES if (out_dir / name).exists()]
+    if clash:
+        raise FileExistsError(f"{out_dir} already holds {', '.join(clash)}: choose a new output folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {**result.summary(), **info}
+    tests = result.tests.copy()
+    for col in ("share", "reference_share"):
+        if col in tests:
+            tests[col] = [json.dumps(v) if isinstance(v, list) else v for v in tests[col]]
+    tests.to_csv(out_dir / "tests.csv", index=False)
+    table = pd.DataFrame([summary])
+    table.to_csv(out_dir / "verdict.csv", index=False)
+    (out_dir / "verdict.md").write_text(markdown(table) + "\n")
+    fig, caption = figure_check(tests, {**summary, "n_reference": result.n_reference})
+    fig.savefig(out_dir / "stationarity.png", dpi=150)
+    (out_dir / "check.json").write_text(json.dumps({**summary, "caption": caption}, indent=2, default=str))
+    return summary
+
+
+def _app_main(cfg) -> int:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    choices = HydraConfig.get().runtime.choices
+    try:
+        target = instantiate(cfg.target)
+        instantiate(cfg.sampler)  # fail fast on a bad sampler config
+        check = cfg.check
+        times = list(check.times) if check.times is not None else default_times(instantiate(cfg.sampler))
+    except (InstantiationException, ValueError) as exc:
+        cause = exc.__cause__ or exc
+        print(f"ckam-bench-check: invalid configuration: {cause}", file=sys.stderr)
+        return 2
+    sampler_cfg = cfg.sampler
+    probe = instantiate(sampler_cfg)
+    experiment = choices.get("experiment")
+    info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
+            "experiment": experiment or "default", "kernel": choices.get("kernel"),
+            "label": choices.get("sampler") + (f" [{experiment}]" if experiment else ""),
+            **{k: v for k, v in probe.describe().items() if isinstance(v, (str, int, float))},
+            "config": OmegaConf.to_container(cfg.sampler, resolve=True)}
+    try:
+        result = check_stationarity(lambda: instantiate(sampler_cfg), target, n_chains=check.n_chains,
+                                    times=times, seed=cfg.seed, alpha=check.alpha,
+                                    n_reference=check.n_reference)
+        summary = write_outputs(result, out_dir, info)
+    except (ValueError, FileExistsError) as exc:
+        print(f"ckam-bench-check: {exc}", file=sys.stderr)
+        return 2
+    print(f"{summary['label']} on {summary['target']}: {summary['verdict']} "
+          f"(min Holm-adjusted p = {summary['min_p_holm']:.3g}, worst {summary['worst_test']}"
+          + (f"; occupancy {summary['occupancy_last']}" if "occupancy_last" in summary else "")
+          + f")\nwritten to {out_dir}")
+    return 0
+
+
+def main() -> None:
+    """Console entry ``ckam-bench-check``: a Hydra app on ``conf/check.yaml``."""
+    import hydra
+
+    import ckam_bench  # noqa: F401  (registers the config resolvers)
+
+    code = {"value": 0}
+
+    @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="check")
+    def app(cfg) -> None:
+        code["value"] = _app_main(cfg)
+
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            sys.exit(2)
+        raise
+    sys.exit(code["value"])

@@ -15,14 +15,20 @@
 # What runs (every sampler takes its Table 1-3 values from conf/preset/<experiment>/):
 #
 #   experiment             runs                            budget   runs  sampler time
-#   paper_bimodal          rw am rbam gam kam ckam x 5      300 s     30        9000 s
-#   paper_gmm2d            rw am rbam gam kam ckam x 5      120 s     30        3600 s
-#   paper_gmm32            rw am rbam gam kam ckam x 5      300 s     30        9000 s
-#   paper_bimodal_long     ckam x 5                        1200 s      5        6000 s
-#   paper_gmm2d_long       ckam x 5                         600 s      5        3000 s
+#   paper_bimodal          rw am rbam gam kam ckam          300 s     35       10500 s
+#                          ckam_finite x 5
+#   paper_gmm2d            (the same 7 samplers) x 5        120 s     35        4200 s
+#   paper_gmm32            (the same 7 samplers) x 5        300 s     35       10500 s
+#   paper_bimodal_long     ckam ckam_finite x 5            1200 s     10       12000 s
+#   paper_gmm2d_long       ckam ckam_finite x 5             600 s     10        6000 s
 #   paper_bimodal_kernels  ckam x {linear,gaussian,matern}  120 s     15        1800 s
 #                          x 5
-#   total                                                            115       32400 s
+#   total                                                            140       45000 s
+#
+# ckam is cKAM as published (re-adapts every cycle: not pi-invariant), ckam_finite its
+# finite-adaptation variant (README, Validity). Then the stationarity check (ckam-bench-check)
+# of both on the bimodal target, 100 chains from exact draws tested at cycles 1-60 (about
+# 2 x 6 min; --quick: 50 chains, cycles 1-10), whose drift figure and verdicts the report shows.
 #
 # Budgets (measured on this code, 2 jobs on 2 cores, seed 0): bimodal 300 s: cKAM reaches
 # the second mode after ~3 s and keeps switching (KL between 0.01 and 0.7 from 20 to 300 s)
@@ -33,16 +39,16 @@
 # 50 %), on gmm2d it keeps falling (0.01 at 100 s, 0.0016 at 600 s). gmm2d 120 s: every
 # sampler is past its transient (cKAM and KAM at KL ~0.006 and still falling, AM's constant
 # rate levels off at 4e-4). gmm32 300 s: cKAM collects from ~5 s on (4800 exploration
-# iterations), KAM only after its 40000-iteration burn-in (20-45 s); AM's KL rises 7 -> 11 as
+# iterations), KAM only after its burn-in (then 40000 iterations, 20-45 s; now 40 % of the run); AM's KL rises 7 -> 11 as
 # in the paper, RBAM levels off at 0.4, GAM, KAM and cKAM fall to 0.006-0.06. Kernels 120 s
 # (15 runs): cKAM with the Matérn kernel has crossed between the bimodal modes several times
 # by then (at least 6 crossings seen in the thinned samples).
 #
-# Expected runtime on 2 cores (--jobs 2): 32400 s / 2 = 4.5 h of sampler time. The wall clock
+# Expected runtime on 2 cores (--jobs 2): 45000 s / 2 = 6.3 h of sampler time. The wall clock
 # adds what runs outside the sampler clock (measured by scripts/bench_throughput.py: metrics
 # and bookkeeping cost 3-8 % on top for the compiled RW/AM/RBAM/GAM, 2-3 % for KAM/cKAM) and ~3 s of
-# start-up per run: about 5 h in all, 10 h / N with --jobs N on N free cores. --quick: 408 s
-# of sampler time, about 5 min on 2 cores including start-up and the figures.
+# start-up per run: about 7 h in all, 14 h / N with --jobs N on N free cores. --quick: 524 s
+# of sampler time, about 7 min on 2 cores including start-up, the checks and the figures.
 #
 # Results: DIR/<experiment>/<job>_<sampler>_<target>_s<seed>/ (one Hydra sweep per experiment,
 # each run folder with its .hydra/ config snapshot), DIR/logs/<experiment>.log, and the report
@@ -76,7 +82,7 @@ for value in "$jobs" "$seeds"; do
         exit 2
     fi
 done
-for tool in ckam-bench ckam-bench-figures; do
+for tool in ckam-bench ckam-bench-figures ckam-bench-check; do
     command -v "$tool" >/dev/null || { echo "reproduce_ckam_paper.sh: $tool not found (pip install -e .)" >&2; exit 2; }
 done
 
@@ -90,13 +96,13 @@ seed_list=$(seq -s, 0 $(( seeds - 1 )))
 # experiment | runs per seed | --quick budget (s). The quick budgets keep three distinct values
 # on the bimodal target (comparison 6 s, long 12 s, kernels 4 s), as the full budgets do: the
 # figures tell the sets of cKAM runs apart by budget. The comparison budgets let KAM pass its
-# 40000-iteration burn-in and collect samples (2-D: ~10k it/s, gmm32: ~4k it/s with 2 jobs).
+# burn-in (40 % of budget x the preset's throughput) and collect samples.
 experiments=(
-    "paper_bimodal 6 6"
-    "paper_gmm2d 6 6"
-    "paper_gmm32 6 16"
-    "paper_bimodal_long 1 12"
-    "paper_gmm2d_long 1 12"
+    "paper_bimodal 7 6"
+    "paper_gmm2d 7 6"
+    "paper_gmm32 7 16"
+    "paper_bimodal_long 2 12"
+    "paper_gmm2d_long 2 12"
     "paper_bimodal_kernels 3 4"
 )
 
@@ -129,6 +135,25 @@ for line in "${experiments[@]}"; do
         exit 1
     }
     echo "   $(complete_runs "$dir") complete runs in $(( SECONDS - start )) s"
+done
+
+# The stationarity check of published cKAM and of its finite-adaptation variant on the bimodal
+# target (the drift figure and verdict table of the report's Validity section).
+if [[ $quick == 1 ]]; then check_args=(check.n_chains=50 "check.times=[1000,2000,5000,10000]")
+else check_args=(check.n_chains=100 "check.times=[1000,5000,10000,20000,40000,60000]"); fi
+for sampler in ckam ckam_finite; do
+    dir="$out/checks/paper_bimodal_$sampler"
+    if [[ -f "$dir/check.json" ]]; then
+        echo "== check $sampler: already in $dir"
+        continue
+    fi
+    echo "== stationarity check: $sampler on bimodal -> $dir"
+    ckam-bench-check "sampler=$sampler" experiment=paper_bimodal "${check_args[@]}" \
+        "hydra.run.dir='$dir'" > "$out/logs/check_$sampler.log" 2>&1 || {
+        echo "reproduce_ckam_paper.sh: check of $sampler failed, see $out/logs/check_$sampler.log" >&2
+        exit 1
+    }
+    tail -n 2 "$out/logs/check_$sampler.log" | head -n 1
 done
 
 echo "== figures and tables -> $out/report"

@@ -68,3 +68,30 @@ def test_validation_messages_name_the_argument():
         RobbinsMonro(epsilon=-1)
     with pytest.raises(ValueError, match="target_accept"):
         RobbinsMonro(target_accept=1.5)
+
+
+def test_offset_shifts_the_clock_and_keeps_robbins_monro_conditions():
+    """η_t = s (1 + t0 + t)^-ε: η_0 < 1 (Σ_0 survives the first update), the same tail as the
+    paper's rate shifted by t0, so Σ η_t = ∞ and Σ η_t² < ∞ still hold (ε ∈ (1/2, 1])."""
+    rate = PowerDecay(1.0, 0.75, offset=100.0)
+    assert rate(0) == pytest.approx(101 ** -0.75) and rate(0) < 0.05
+    assert rate(50) == PowerDecay(1.0, 0.75)(150)
+    rm = RobbinsMonro(0.75, 0.234, 1.0, offset=100.0)
+    assert rm(7) == rate(7)
+    assert rm.update(0.0, 1.0, 0) == pytest.approx(rate(0) * (1 - 0.234))
+    with pytest.raises(ValueError, match="^offset"):
+        PowerDecay(1.0, 0.75, offset=-1.0)
+    with pytest.raises(ValueError, match="^offset"):
+        RobbinsMonro(offset=math.inf)
+
+
+def test_diminishing_flags():
+    """What describe() reports as the kind of adaptation comes from these flags."""
+    from ckam_bench.samplers.adaptive import adaptation_kind
+
+    assert adaptation_kind(PowerDecay(1.0, 0.75, 100.0)) == "diminishing"
+    assert adaptation_kind(PowerDecay(0.1, 0.0)) == "non-diminishing"  # the paper's constant η
+    assert adaptation_kind(Constant(0.1)) == "non-diminishing"
+    assert adaptation_kind(Constant(0.0)) == "diminishing"
+    assert adaptation_kind(Window(100)) == "finite"
+    assert adaptation_kind(RobbinsMonro()) == "diminishing"

@@ -23,7 +23,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from ckam_bench.report import figures, tables
+from ckam_bench.report import figures, tables, validity
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         written.append(table)
         print(f"table: {args.out / table.stem}.md, .tex")
     report = write_report(args.out, results, rendered, notes, written, settings)
+    validity.append_to_report(report, args.results, args.out, args.formats)
     print(f"report: {report}")
     return 0
 

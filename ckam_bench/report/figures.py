@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ckam_bench.report import validity
 from ckam_bench.report.aggregate import Group, Results, StoredRun, aggregate, common_grid
 
 SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam")
@@ -315,6 +316,8 @@ def _metric_vs_x(target: str, y: str, ylabel: str, settings: Settings,
     fig = _new_figure()
     ax = fig.add_subplot()
     counts = _curves(ax, frame, y, key, settings, log_x, palette)
+    if y == "kl":
+        validity.draw_kl_floor(ax, frame, runs, settings.x, key, palette, colour)
     ax.set_xlabel(settings.x_label)
     ax.set_ylabel(ylabel)
     ax.set_title(target)

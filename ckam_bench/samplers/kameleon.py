@@ -531,6 +531,15 @@ class KAM(_Kameleon):
         self.burnin = _count("burnin", burnin, 0)
         self.history_size = _count("history_size", history_size, self.subsample_size, MAX_HISTORY)
 
+    def describe(self) -> dict:
+        """Adaptation kind and the resolved burn-in and noise horizon (iterations)."""
+        p = self.subsample_prob
+        finite = getattr(p, "finite", False)
+        diminishing = finite or getattr(p, "diminishing", False)
+        return {"adaptation": "diminishing" if diminishing else "non-diminishing",
+                "burnin": self.burnin, "noise_horizon": getattr(self.noise, "horizon", None),
+                "subsample_prob": repr(p), "step_size_rate": repr(self.adaptation)}
+
     def init(self, target: Target, x0, rng: np.random.Generator) -> KAMState:
         return self._new_state(KAMState, target, x0, rng, self.history_size)
 

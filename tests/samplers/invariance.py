@@ -10,6 +10,10 @@ so the tests are tight for good samplers and still fail for wrong ones.
     check_moments(samples, target.mean, target.variance)
     check_acceptance(accepted, 0.2, 0.6)
 
+``assert_stationary`` is the stationarity check (:mod:`ckam_bench.stationarity`) as a test:
+K chains from exact draws, tested at several times against fresh exact draws; every sampler's
+tests call it (``assert_not_stationary`` for a sampler known to drift, with a clear margin).
+
 Two small targets for tests: :class:`Tempered` (a deliberately wrong target, π^power, whose
 exact draws are those of π: a sampler run on it must FAIL the moment check against π) and
 :class:`NonFiniteHalfPlane` (a standard normal whose log density is NaN/±inf on x₀ < 0; it
@@ -28,6 +32,7 @@ import pytest
 from arviz_stats.base import array_stats
 
 from ckam_bench import jit
+from ckam_bench.stationarity import check_stationarity
 from ckam_bench.targets.base import Target
 
 
@@ -183,3 +188,30 @@ def _half_plane_log_density(x, params):
     for j in range(x.shape[0]):
         norm2 += x[j] * x[j]
     return -0.5 * norm2
+
+
+def assert_stationary(make_sampler, target, n_chains: int = 100, times=(1000, 5000), seed: int = 0,
+                      alpha: float = 0.01, n_reference: int = 10_000):
+    """Assert that chains started from exact draws stay distributed as π (the stationarity
+    check of :mod:`ckam_bench.stationarity`: KS, moment z-scores and mode occupancy at each
+    time, Holm-adjusted at family-wise level ``alpha``). Returns the result."""
+    result = check_stationarity(make_sampler, target, n_chains=n_chains, times=times, seed=seed,
+                                alpha=alpha, n_reference=n_reference)
+    if not result.passed:
+        bad = result.tests[result.tests["reject"]]
+        lines = [f"t={int(r.time)} {r.test}: statistic {r.statistic:.3f}, Holm p {r.p_holm:.2g}"
+                 for r in bad.itertuples()]
+        raise AssertionError("stationarity check failed:\n  " + "\n  ".join(lines))
+    return result
+
+
+def assert_not_stationary(make_sampler, target, n_chains: int, times, seed: int = 0,
+                          alpha: float = 0.01, margin: float = 10.0):
+    """Assert that the check rejects, with the smallest Holm-adjusted p-value at least
+    ``margin`` times below ``alpha`` (a clear failure, not a borderline one). Returns the result."""
+    result = check_stationarity(make_sampler, target, n_chains=n_chains, times=times, seed=seed,
+                                alpha=alpha)
+    assert result.min_p_holm < alpha / margin, (
+        f"expected a clear failure (min Holm p < {alpha / margin:g}), got {result.min_p_holm:.3g} "
+        f"({result.summary()['worst_test']})")
+    return result

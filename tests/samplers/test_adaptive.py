@@ -365,20 +365,21 @@ def test_rate_leaving_the_unit_interval_stops_the_run(loop):
 @pytest.mark.parametrize(
     "overrides, cls, attrs",
     [
-        (["sampler=am", "target=gmm2d"], AdaptiveMetropolis, {"step_size": NU_2D, "rate": Constant(0.1)}),
-        (["sampler=rbam", "target=gmm2d"], RaoBlackwellisedAM, {"rate": Constant(0.1)}),
+        (["sampler=am", "target=gmm2d"], AdaptiveMetropolis,
+         {"step_size": NU_2D, "rate": PowerDecay(1.0, 0.75, 100.0)}),
+        (["sampler=rbam", "target=gmm2d"], RaoBlackwellisedAM, {"rate": PowerDecay(1.0, 0.75, 100.0)}),
         (
             ["sampler=gam", "target=gmm2d"],
             GlobalAdaptiveMetropolis,
-            {"step_size": NU_2D, "adaptation": RobbinsMonro(0.75, 0.234, 1.0)},
+            {"step_size": NU_2D, "adaptation": RobbinsMonro(0.75, 0.234, 1.0, 100.0)},
         ),
         (
-            ["sampler=am", "target=gmm2d", "schedule@sampler.rate=power_decay", "sampler.rate.exponent=0.75"],
+            ["sampler=am", "target=gmm2d", "schedule@sampler.rate=constant", "sampler.rate.value=0.1"],
             AdaptiveMetropolis,
-            {"rate": PowerDecay(1.0, 0.75)},
+            {"rate": Constant(0.1)},
         ),
     ],
-    ids=["am", "rbam", "gam", "am_decay"],
+    ids=["am", "rbam", "gam", "am_constant"],
 )
 def test_yaml_instantiates_and_runs(overrides, cls, attrs):
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
@@ -388,6 +389,19 @@ def test_yaml_instantiates_and_runs(overrides, cls, attrs):
     assert type(sampler) is cls and sampler.name == overrides[0].split("=")[1]
     for key, value in attrs.items():
         assert getattr(sampler, key) == (pytest.approx(value) if isinstance(value, float) else value)
+    assert sampler.describe()["adaptation"] == ("non-diminishing" if "constant" in str(overrides)
+                                                else "diminishing")
     state = sampler.init(target, cfg.start, np.random.default_rng(cfg.seed))
     state, block = sampler.advance(state, 50)
     assert block.n == 50 and state.t == 50
+
+
+def test_default_rates_keep_sigma0():
+    """The default rates start below 1 (offset t0 = 100), so the first update keeps Σ_0 = I
+    full rank, where the paper's (1 + t)^-0.75 (η_0 = 1) leaves a rank-one Σ_1."""
+    target = gmm2d()
+    for rate, full in ((PowerDecay(1.0, 0.75, 100.0), True), (PowerDecay(1.0, 0.75), False)):
+        sampler = AdaptiveMetropolis(NU_2D, rate)
+        state = sampler.init(target, target.start, np.random.default_rng(0))
+        state, _ = sampler.advance(state, 1)
+        assert (np.linalg.matrix_rank(state.cov, tol=1e-9) == 2) == full

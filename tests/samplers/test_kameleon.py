@@ -26,7 +26,14 @@ from ckam_bench.schedules import Constant, CyclicalCosine, NoiseDecay, PowerDeca
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.gaussians import Gaussian as GaussianTarget
 from ckam_bench.targets.mixtures import gmm2d
-from tests.samplers.invariance import check_moments, loop, run_chains  # noqa: F401  (loop is a fixture)
+from ckam_bench.targets.mixtures import bimodal, gmm32
+from tests.samplers.invariance import (  # noqa: F401  (loop is a fixture)
+    assert_not_stationary,
+    assert_stationary,
+    check_moments,
+    loop,
+    run_chains,
+)
 
 needs_numba = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 
@@ -474,6 +481,7 @@ def test_ckam_advance_does_not_modify_its_input_state(loop, start, n):
         (lambda: make_ckam(Linear(), cycle=Constant(1.0)), "cycle"),
         (lambda: make_ckam(Linear(), ridge=0.0), "ridge"),
         (lambda: make_ckam(Linear(), cycle=CyclicalCosine(10, 0.95)), "beta"),
+        (lambda: make_ckam(Linear(), adapt_cycles=0), "adapt_cycles"),
     ],
 )
 def test_validation(make, word):
@@ -518,8 +526,82 @@ def test_config_defaults_are_the_paper_tables():
     assert (ckam.adaptation.epsilon, ckam.adaptation.target_accept) == (0.75, 0.234)
     assert (ckam.noise.start, ckam.noise.end, ckam.noise.rate, ckam.noise.horizon) == (4.0, 1.0, 0.55, 1000)
     assert ckam.subsample_prob == PowerDecay(1.0, 0.5)
-    assert (kam.subsample_size, kam.burnin) == (30, 40000)
+    assert ckam.adapt_cycles == 2 and ckam.describe()["adaptation"] == "finite"  # valid default
+    assert (kam.subsample_size, kam.burnin, kam.noise.horizon) == (30, 10000, 25000)
     assert (kam.noise.start, kam.noise.end, kam.noise.rate) == (4.0, 1.0, 0.55)
     assert kam.step_size == ckam.step_size
     assert authors.step_size == pytest.approx(4 * 2.38**2 / 2, rel=1e-5) and authors.adaptation.epsilon == 2.0
     assert isinstance(ckam.kernel, Matern) and (ckam.kernel.lengthscale, ckam.kernel.smoothness) == (2.0, 4.0)
+
+
+# ------------------------------------------------------------------------------ finite adaptation
+def test_finite_adaptation_freezes_z_nu_and_sigma(loop):
+    """After ``adapt_cycles`` cycles, z, ν, L_Σ and ν_0 never change again; before, they do."""
+    sampler = make_ckam(Matern(2.0, 4.0), cycle=CyclicalCosine(100, 0.4), adapt_cycles=2)
+    state = sampler.init(gmm2d(), None, np.random.default_rng(1))
+    seen = []
+    for _ in range(6):
+        state, block = sampler.advance(state, 100)
+        seen.append((state.z[: state.n_sub].copy(), state.log_step, state.chol.copy(), state.initial_step))
+    for later in seen[2:]:
+        np.testing.assert_array_equal(later[0], seen[1][0])
+        assert later[1] == seen[1][1] and later[3] == seen[1][3]
+        np.testing.assert_array_equal(later[2], seen[1][2])
+    assert seen[0][1] != seen[1][1]  # the second cycle re-adapted ν
+    info = sampler.describe()
+    assert (info["adaptation"], info["frozen_after_iterations"]) == ("finite", 200)
+    assert make_ckam(Linear()).describe()["adaptation"] == "non-diminishing"
+
+
+def test_finite_adaptation_chain_does_not_depend_on_block_sizes(loop):
+    target = gmm2d()
+    ends = []
+    for sizes in ([500], [7, 93, 150, 250]):
+        sampler = make_ckam(Gaussian(1.0, median_heuristic=True), cycle=CyclicalCosine(90, 0.4),
+                            adapt_cycles=1)
+        state = sampler.init(target, None, np.random.default_rng(4))
+        for n in sizes:
+            state, _ = sampler.advance(state, n)
+        ends.append(state)
+    np.testing.assert_array_equal(ends[0].x, ends[1].x)
+
+
+def test_frozen_exploration_is_invariant():
+    """The frozen kernel alone (adaptation over after one short cycle) keeps a correlated
+    Gaussian's moments from exact starts."""
+    target = correlated_gaussian()
+    samples, _ = run_chains(lambda: make_ckam(Matern(2.0, 4.0), cycle=CyclicalCosine(100, 0.4),
+                                              adapt_cycles=1), target, 4, 4000, seed=5)
+    check_moments(samples, target.mean, target.variance)
+
+
+def _paper(sampler: str, experiment: str):
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"sampler={sampler}", f"experiment={experiment}"])
+    return cfg, instantiate(cfg.target)
+
+
+@pytest.mark.slow
+def test_published_ckam_drifts_on_bimodal():
+    """cKAM as published (conf/preset/paper_bimodal/ckam.yaml): 100 chains from exact draws at a
+    cycle start lose the wide mode (issue 9); the check rejects with a clear margin."""
+    cfg, target = _paper("ckam", "paper_bimodal")
+    result = assert_not_stationary(lambda: instantiate(cfg.sampler), target, n_chains=100,
+                                   times=[10_000, 50_000], seed=0, margin=10)
+    occ = result.tests[(result.tests["test"] == "occupancy") & (result.tests["time"] == 50_000)]
+    assert occ.iloc[0]["share"][1] < 0.4  # the wide (right-hand) mode, 1/2 under π
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experiment", ["paper_bimodal", "paper_gmm2d"])
+def test_finite_adaptation_ckam_passes_the_check(experiment):
+    cfg, target = _paper("ckam_finite", experiment)
+    assert_stationary(lambda: instantiate(cfg.sampler), target, n_chains=100,
+                      times=[2_000, 10_000, 30_000], seed=0)
+
+
+@pytest.mark.slow
+def test_finite_adaptation_ckam_passes_the_check_on_gmm32():
+    cfg, target = _paper("ckam_finite", "paper_gmm32")
+    assert_stationary(lambda: instantiate(cfg.sampler), target, n_chains=30,
+                      times=[16_000, 32_000], seed=0)
