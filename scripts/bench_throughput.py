@@ -223,30 +223,66 @@ GAD_PAPER_TIME = {
 GAD_EXPERIMENTS = {"neal100": "gad_neal", "gp51": "gad_gp51", "gauss2d_corr": "gad_gauss2d"}
 
 
-def _evaluation_seconds(target, points: np.ndarray, n_density: int, n_grad: int, n_hessian: int) -> float:
-    """Seconds that ``n_density`` densities, ``n_grad`` density-and-gradients and ``n_hessian``
-    Hessians take alone (compiled functions when the target has them, else the Python ones),
-    timed on ``points`` (states of the run) in the same process."""
+def _evaluation_loops():
+    """Compiled loops that only evaluate a target (density; density and gradient; Hessian)."""
     from ckam_bench import jit
 
-    def per_call(fn, reps=2000):
-        x = np.ascontiguousarray(points[0])
-        fn(x)
-        t0, k = time.perf_counter(), 0
-        while k < reps:
-            fn(np.ascontiguousarray(points[k % len(points)]))
-            k += 1
-        return (time.perf_counter() - t0) / reps
+    def density_loop(f, X, reps):
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]])
+        return total
 
-    out, hess = np.empty(target.dim), np.empty((target.dim, target.dim))
-    dg = jit.compiled_log_density_and_grad(target)
-    de = jit.compiled_log_density(target)
-    hs = jit.compiled_hessian(target)
-    t_grad = per_call((lambda x: dg.jitted(x, out)) if dg is not None else
-                      (lambda x: (target._log_density(x), target._grad_log_density(x))))
-    t_dens = per_call(de.jitted if de is not None else target._log_density)
-    t_hess = (per_call((lambda x: hs.jitted(x, hess)) if hs is not None else target._hessian_log_density, 200)
-              if n_hessian and target.has_hessian else 0.0)
+    def gradient_loop(f, X, reps):
+        out = np.empty(X.shape[1])
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]], out) + out[0]
+        return total
+
+    def hessian_loop(f, h, X, reps):
+        out = np.empty((X.shape[1], X.shape[1]))
+        total = 0.0
+        for r in range(reps):
+            h(X[r % X.shape[0]], out)
+            total += out[0, 0]
+        return total
+
+    i8 = jit.types.int64
+    return (jit.kernel(jit.A2, i8)(density_loop), jit.gradient_kernel(jit.A2, i8)(gradient_loop),
+            jit.gradient_kernel(jit.A2, i8, hessian=True)(hessian_loop))
+
+
+def _evaluation_seconds(target, points: np.ndarray, n_density: int, n_grad: int, n_hessian: int) -> float:
+    """Seconds that ``n_density`` densities (of which ``n_grad`` with their gradient) and
+    ``n_hessian`` Hessians take alone, timed on ``points`` (states of the run) in compiled loops
+    (the Python functions when the target has no compiled ones), in the same process."""
+    from ckam_bench import jit
+
+    X = np.ascontiguousarray(points, dtype=float)
+    density_loop, gradient_loop, hessian_loop = _evaluation_loops()
+    de, dg, hs = (jit.compiled_log_density(target), jit.compiled_log_density_and_grad(target),
+                  jit.compiled_hessian(target))
+
+    def per_call(run, reps):
+        run(2)  # compile / warm
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run(reps)
+            best = min(best, (time.perf_counter() - t0) / reps)
+        return best
+
+    def python(fn):
+        return lambda reps: [fn(X[r % len(X)]) for r in range(reps)]
+
+    t_grad = per_call((lambda k: gradient_loop(dg, X, k)) if dg is not None else
+                      python(lambda x: (target._log_density(x), target._grad_log_density(x))), 5000)
+    t_dens = per_call((lambda k: density_loop(de, X, k)) if de is not None else python(target._log_density), 5000)
+    t_hess = 0.0
+    if n_hessian:
+        t_hess = per_call((lambda k: hessian_loop(dg, hs, X, k)) if hs is not None and dg is not None else
+                          python(target._hessian_log_density), 500)
     return n_grad * t_grad + max(n_density - n_grad, 0) * t_dens + n_hessian * t_hess
 
 

@@ -113,13 +113,17 @@ if jit.AVAILABLE:
         def step(L, moment, left, right, beta, eta, decay):
             d = L.shape[0]
             for i in range(d):
-                for j in range(i + 1):
-                    g = left[i] * right[j]
-                    if i == j:
-                        g += beta / L[i, i]
-                    m = decay * moment[i, j] + (1.0 - decay) * g * g
-                    moment[i, j] = m
-                    L[i, j] += eta / (1.0 + math.sqrt(m)) * g
+                li = left[i]
+                Li, Mi = L[i], moment[i]
+                for j in range(i):  # branch-free, so LLVM vectorises the square roots
+                    g = li * right[j]
+                    m = decay * Mi[j] + (1.0 - decay) * g * g
+                    Mi[j] = m
+                    Li[j] += eta / (1.0 + math.sqrt(m)) * g
+                g = li * right[i] + beta / Li[i]
+                m = decay * Mi[i] + (1.0 - decay) * g * g
+                Mi[i] = m
+                Li[i] += eta / (1.0 + math.sqrt(m)) * g
 
         return step
 
