@@ -7,7 +7,7 @@ import pytest
 from ckam_bench import jit
 from ckam_bench.samplers.hamiltonian import HMC, MALA, NUTS
 from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
-from tests.samplers.invariance import check_moments, loop, run_chains  # noqa: F401
+from tests.samplers.invariance import check_moments, run_chains
 
 TARGETS = {"gauss2d_corr": gauss2d_corr, "neal100": neal100, "gp51": gp51}
 
