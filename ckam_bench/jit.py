@@ -219,7 +219,7 @@ def cholesky_into(a, shift, tol, out):
 # ``f(x: float64[::1], grad_out: float64[::1]) -> float64`` (writes ∇ log π(x) into
 # ``grad_out``, returns log π(x)), from a target's ``jit_log_density_and_grad()``; and, for
 # gadMALA exact, the Hessian ``h(x: float64[::1], hess_out: float64[:, ::1]) -> float64``
-# (writes ∇² log π(x), returns log π(x)) from ``jit_hessian_log_density()``. Both follow
+# (writes ∇² log π(x); the return value is not used) from ``jit_hessian_log_density()``. Both follow
 # exactly the math of the target's uncounted ``_log_density``/``_grad_log_density``/
 # ``_hessian_log_density`` and are passed to kernels like the density above.
 if AVAILABLE:
@@ -246,7 +246,7 @@ class CompiledDensityGrad(CompiledDensity):
 
 
 class CompiledHessian(CompiledDensity):
-    """A target's compiled ``h(x, hess_out) -> log π(x)`` (see :class:`CompiledDensity`)."""
+    """A target's compiled ``h(x, hess_out)`` writing ∇² log π(x) (see :class:`CompiledDensity`)."""
 
     def __init__(self, jitted):
         self.jitted = jitted

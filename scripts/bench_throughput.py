@@ -234,6 +234,144 @@ def divergence_throughput(seconds: float, repeats: int) -> list[dict]:
     ]
 
 
+# ---------------------------------------------------------------------------- gradient samplers
+# Titsias & Dellaportas (2019) Time(s) per table (MATLAB; the paper's machine is not stated):
+# (target, sampler) -> seconds for burn-in + 20 000 collected iterations (NUTS: 500 + 20 000);
+# HMC is the table's best k, given as (seconds, k).
+GAD_PAPER_TIME = {
+    "neal100": {"gadmala_fast": 8.7, "gadmala_exact": 10.0, "gadrwm": 7.0, "mala": 3.1, "hmc": (49.7, 20),
+                "nuts": 360.5},
+    "logistic_caravan": {"gadmala_fast": 23.1, "gadmala_exact": 95.1, "gadrwm": 22.6, "mala": 22.8,
+                         "hmc": (225.5, 10), "nuts": 1412.1},
+    "logistic_australian": {"gadmala_fast": 8.1, "gadmala_exact": 13.5, "gadrwm": 7.7, "mala": 7.0,
+                            "hmc": (37.0, 5), "nuts": 41.3},
+    "logistic_ripley": {"gadmala_fast": 3.3, "gadmala_exact": 4.9, "gadrwm": 3.1, "mala": 2.8, "hmc": (14.7, 5),
+                        "nuts": 7.5},
+    "logistic_pima": {"gadmala_fast": 4.6, "gadmala_exact": 6.8, "gadrwm": 4.2, "mala": 4.0, "hmc": (20.3, 5),
+                      "nuts": 15.2},
+    "logistic_heart": {"gadmala_fast": 4.1, "gadmala_exact": 6.4, "gadrwm": 3.8, "mala": 3.5, "hmc": (18.4, 5),
+                       "nuts": 15.4},
+    "logistic_german": {"gadmala_fast": 11.0, "gadmala_exact": 22.4, "gadrwm": 10.4, "mala": 9.2,
+                        "hmc": (43.4, 5), "nuts": 47.4},
+}
+GAD_EXPERIMENTS = {"neal100": "gad_neal", "gp51": "gad_gp51", "gauss2d_corr": "gad_gauss2d"}
+
+
+def _evaluation_loops():
+    """Compiled loops that only evaluate a target (density; density and gradient; Hessian)."""
+    from ckam_bench import jit
+
+    def density_loop(f, X, reps):
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]])
+        return total
+
+    def gradient_loop(f, X, reps):
+        out = np.empty(X.shape[1])
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]], out) + out[0]
+        return total
+
+    def hessian_loop(f, h, X, reps):
+        out = np.empty((X.shape[1], X.shape[1]))
+        total = 0.0
+        for r in range(reps):
+            h(X[r % X.shape[0]], out)
+            total += out[0, 0]
+        return total
+
+    i8 = jit.types.int64
+    return (jit.kernel(jit.A2, i8)(density_loop), jit.gradient_kernel(jit.A2, i8)(gradient_loop),
+            jit.gradient_kernel(jit.A2, i8, hessian=True)(hessian_loop))
+
+
+def _evaluation_seconds(target, points: np.ndarray, n_density: int, n_grad: int, n_hessian: int) -> float:
+    """Seconds that ``n_density`` densities (of which ``n_grad`` with their gradient) and
+    ``n_hessian`` Hessians take alone, timed on ``points`` (states of the run) in compiled loops
+    (the Python functions when the target has no compiled ones), in the same process."""
+    from ckam_bench import jit
+
+    X = np.ascontiguousarray(points, dtype=float)
+    density_loop, gradient_loop, hessian_loop = _evaluation_loops()
+    de, dg, hs = (jit.compiled_log_density(target), jit.compiled_log_density_and_grad(target),
+                  jit.compiled_hessian(target))
+
+    def per_call(run, reps):
+        run(2)  # compile / warm
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run(reps)
+            best = min(best, (time.perf_counter() - t0) / reps)
+        return best
+
+    def python(fn):
+        return lambda reps: [fn(X[r % len(X)]) for r in range(reps)]
+
+    t_grad = per_call((lambda k: gradient_loop(dg, X, k)) if dg is not None else
+                      python(lambda x: (target._log_density(x), target._grad_log_density(x))), 5000)
+    t_dens = per_call((lambda k: density_loop(de, X, k)) if de is not None else python(target._log_density), 5000)
+    t_hess = 0.0
+    if n_hessian:
+        t_hess = per_call((lambda k: hessian_loop(dg, hs, X, k)) if hs is not None and dg is not None else
+                          python(target._hessian_log_density), 500)
+    return n_grad * t_grad + max(n_density - n_grad, 0) * t_dens + n_hessian * t_hess
+
+
+def gradient_rows(targets: list[str], cap_seconds: float) -> list[dict]:
+    """Each gradient sampler on each target with its paper settings: iterations/s over a paper-length
+    run (burn-in + 20 000; capped at ``cap_seconds``), the sampler's overhead beyond its density,
+    gradient and Hessian evaluations (timed alone in the same run) as a share of the evaluation
+    cost, and the speed over the paper's Time(s) column."""
+    rows = []
+    for tname in targets:
+        experiment = GAD_EXPERIMENTS.get(tname, "gad_" + tname.replace("logistic_mnist56", "mnist"))
+        paper = GAD_PAPER_TIME.get(tname, {})
+        for sname in ("gadmala_fast", "gadmala_exact", "gadrwm", "mala", "hmc", "nuts"):
+            extra = []
+            spec = paper.get(sname)
+            if sname == "hmc":
+                extra = [f"sampler.n_leapfrog={spec[1] if spec else 10}"]
+            try:
+                with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+                    cfg = compose("config", overrides=[f"experiment={experiment}", f"sampler={sname}",
+                                                       f"target={tname}", *extra])
+                target, sampler = instantiate(cfg.target), instantiate(cfg.sampler)
+            except Exception as exc:  # a target another branch provides, or a sampler it declines
+                print(f"[{tname}] {sname}: not run ({type(exc).__name__}: {exc})", file=sys.stderr)
+                continue
+            if sampler.skip(target)[0]:
+                continue
+            total = int(cfg.budget.max_iterations)
+            sampler.warm_up(target)
+            state = sampler.init(target, None, np.random.default_rng(0))
+            target.reset_counters()
+            done, elapsed, n, points = 0, 0.0, 256, []
+            while done < total and elapsed < cap_seconds:
+                t0 = time.perf_counter()
+                state, block = sampler.advance(state, min(n, total - done))
+                dt = time.perf_counter() - t0
+                elapsed += dt
+                done += block.n
+                points.append(np.array(state.x))
+                n = max(1, int(0.5 * n + 0.5 * block.n * 0.02 / max(dt, 1e-6)))
+            rate = done / elapsed
+            evals = _evaluation_seconds(target, np.array(points), target.n_density, target.n_grad,
+                                        getattr(target, "n_hessian", 0))
+            label = sname if sname != "hmc" else f"hmc-{extra[0].split('=')[1]}"
+            row = {"sampler": label, "target": tname, "it/s": rate, "iterations": done,
+                   "grad/it": target.n_grad / done, "overhead/eval": (elapsed - evals) / evals if evals else np.nan}
+            if spec is not None:
+                seconds = spec[0] if isinstance(spec, tuple) else spec
+                row["x paper"] = rate / (total / seconds)
+            rows.append(row)
+            print(f"[{tname}] {label}: {rate:,.0f} it/s, overhead {row['overhead/eval']:.2f} x evaluations, "
+                  f"{row.get('x paper', float('nan')):.1f} x the paper's rate", file=sys.stderr)
+    return rows
+
+
 def fmt(v, digits=3):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -254,6 +392,10 @@ def main(argv=None):
                     help="also run kam/ckam on gmm32 this long (600 = the 10-minute goal)")
     ap.add_argument("--quick", action="store_true", help="short windows (a smoke run)")
     ap.add_argument("--json", default="bench_throughput.json")
+    ap.add_argument("--gradient-targets", default="neal100,gp51",
+                    help="targets of the gradient-sampler rows (e.g. add logistic_german); '' skips them")
+    ap.add_argument("--gradient-seconds", type=float, default=20.0,
+                    help="cap on each gradient sampler's paper-length run")
     args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.repeats, args.run_seconds = 0.5, 3, 3.0
@@ -285,6 +427,7 @@ def main(argv=None):
             print(f"[{tname}] {sname}: {rate:,.0f} it/s ({rate / base:.2f}x yardstick)",
                   file=sys.stderr)
     table = pd.DataFrame(rows)
+    gradient = gradient_rows([t for t in args.gradient_targets.split(",") if t], args.gradient_seconds)
 
     memory = []
     if args.memory_seconds > 0:
@@ -328,11 +471,23 @@ def main(argv=None):
             print(f"| {m['sampler']} gmm32 {m['seconds']:g} s | {m['peak_mib']:.0f} | "
                   f"{m['checkpoints']} | {m['first_checkpoint_s']:.4f} | "
                   f"{m['last_checkpoint_s']:.4f} | {m['iterations']:,} |")
+    if gradient:
+        gcols = ["sampler", "target", "it/s", "iterations", "grad/it", "overhead/eval", "x paper"]
+        print("\n| " + " | ".join(gcols) + " |\n|" + "---|" * len(gcols))
+        for r in gradient:
+            print("| " + " | ".join(fmt(r.get(c)) for c in gcols) + " |")
+        for r in gradient:
+            if "x paper" in r:
+                goals.append({"goal": f"{r['sampler']} on {r['target']}: >= 10x the paper's it/s",
+                              "measured": r["x paper"], "met": bool(r["x paper"] >= 10)})
+            if r["target"].startswith("logistic_"):
+                goals.append({"goal": f"{r['sampler']} on {r['target']}: overhead <= 50 % of evaluations",
+                              "measured": r["overhead/eval"], "met": bool(r["overhead/eval"] <= 0.5)})
     print("\n| goal | measured | met |\n|---|---|---|")
     for g in goals:
         print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
     Path(args.json).write_text(json.dumps(
-        {"machine": machine, "args": vars(args), "rows": table.to_dict("records"),
+        {"machine": machine, "args": vars(args), "rows": table.to_dict("records"), "gradient_rows": gradient,
          "memory": memory, "goals": goals}, indent=2, default=float))
     print(f"\nwrote {args.json}", file=sys.stderr)
 

@@ -7,4 +7,7 @@
   (GAM, alg. 4).
 * :mod:`~ckam_bench.samplers.kameleon` — Kernel Adaptive Metropolis–Hastings (KAM) and
   cyclical KAM (cKAM).
+* :mod:`~ckam_bench.samplers.gradient_adaptive` — gradient-based adaptive MCMC (Titsias &
+  Dellaportas 2019): gadRWM, gadMALA fast, gadMALA exact.
+* :mod:`~ckam_bench.samplers.hamiltonian` — the gradient baselines MALA, HMC-k and NUTS.
 """

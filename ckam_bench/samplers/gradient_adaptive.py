@@ -26,6 +26,10 @@ with, writing a = ∇log π(x), b = ∇log π(y), w = ε + ½(u_x + u_y):
 * gadMALA fast (the paper's approximation: b held constant in L, i.e. H = 0 above):
   ∇_L log r = −½(a − b)(ε + ½(u_x − u_y))ᵀ — one O(d²) outer product (paper, supplement B).
 
+The exact gradient is a sum of three outer products (:func:`log_ratio_factors`), so both
+variants update L in one fused pass over its lower triangle (plus, for the exact one, the
+Hessian at y and two matrix-vector products).
+
 The step is RMSprop (:mod:`ckam_bench.adaptation.rmsprop`): G ← 0.9G + 0.1g²,
 L ← L + η/(1 + √G)·g elementwise (η = 5e-5 gadRWM, 1.5e-4 gadMALA; 1e-5 for MNIST in the
 paper). Then β ← β[1 + ρ_β(1[accepted] − α*)] (ρ_β = 0.02, α* = 0.25 gadRWM / 0.55 gadMALA,
@@ -73,17 +77,37 @@ _RMS_DECAY = 0.9
 
 
 @jit.jitable
-def log_ratio_gradient(mode, L, eps, a, b, u_x, u_y, hess):
-    """∇_L log r (full matrix; the caller keeps the lower part) for ``mode`` RWM, MALA_FAST or
-    MALA_EXACT at a proposal made with ε from x (gradient a, u_x = Lᵀa) to y (gradient b,
-    u_y = Lᵀb, Hessian ``hess`` used by MALA_EXACT only)."""
+def log_ratio_factors(mode, L, eps, a, b, u_x, u_y, hess, lefts, rights):
+    """∇_L log r as a sum of k ≤ 3 outer products Σ_r lefts[r] rights[r]ᵀ (written into the
+    (3, d) arrays; returns k) for ``mode`` RWM, MALA_FAST or MALA_EXACT at a proposal made with
+    ε from x (gradient a, u_x = Lᵀa) to y (gradient b, u_y = Lᵀb, Hessian ``hess`` used by
+    MALA_EXACT only). The exact gradient ½c u_xᵀ + ½a(Lᵀc)ᵀ + cεᵀ − ½(a + b)wᵀ regroups as
+    c(½u_x + ε)ᵀ + a(½Lᵀc)ᵀ − ½(a + b)wᵀ."""
     if mode == RWM:
-        return np.outer(b, eps)
+        lefts[0] = b
+        rights[0] = eps
+        return 1
     if mode == MALA_FAST:
-        return -0.5 * np.outer(a - b, eps + 0.5 * (u_x - u_y))
+        lefts[0] = -0.5 * (a - b)
+        rights[0] = eps + 0.5 * (u_x - u_y)
+        return 1
     w = eps + 0.5 * (u_x + u_y)
     c = b - 0.5 * (hess @ (L @ w))
-    return 0.5 * np.outer(c, u_x) + 0.5 * np.outer(a, L.T @ c) + np.outer(c, eps) - 0.5 * np.outer(a + b, w)
+    lefts[0] = c
+    rights[0] = 0.5 * u_x + eps
+    lefts[1] = a
+    rights[1] = 0.5 * (L.T @ c)
+    lefts[2] = -0.5 * (a + b)
+    rights[2] = w
+    return 3
+
+
+def log_ratio_gradient(mode, L, eps, a, b, u_x, u_y, hess):
+    """∇_L log r as a full matrix (the caller keeps its lower part); see :func:`log_ratio_factors`."""
+    d = a.shape[0]
+    lefts, rights = np.zeros((3, d)), np.zeros((3, d))
+    k = log_ratio_factors(mode, L, eps, a, b, u_x, u_y, hess, lefts, rights)
+    return lefts[:k].T @ rights[:k]
 
 
 @jit.jitable
@@ -95,10 +119,10 @@ def log_ratio(mode, logp_x, logp_y, eps, u_x, u_y):
     return logp_y - logp_x - 0.5 * np.dot(w, w) + 0.5 * np.dot(eps, eps)
 
 
-def rank_one_step(L, moment, left, right, beta, eta, decay):
-    """RMSprop step of L along g = [left rightᵀ]_lower + β diag(1/L_ii), in place (the gradient
-    of gadRWM and gadMALA fast; the Python version, vectorised). Returns nothing."""
-    grad = np.tril(np.outer(left, right))
+def low_rank_step(L, moment, lefts, rights, beta, eta, decay):
+    """RMSprop step of L along g = [Σ_r lefts[r] rights[r]ᵀ]_lower + β diag(1/L_ii), in place
+    (the Python version, vectorised)."""
+    grad = np.tril(lefts.T @ rights)
     grad[np.diag_indices_from(grad)] += beta / np.diag(L)
     rmsprop.step(L, moment, grad, eta, decay)
 
@@ -106,20 +130,30 @@ def rank_one_step(L, moment, left, right, beta, eta, decay):
 if jit.AVAILABLE:
     from numba.extending import overload
 
-    @overload(rank_one_step)
-    def _rank_one_step_compiled(L, moment, left, right, beta, eta, decay):
+    @overload(low_rank_step)
+    def _low_rank_step_compiled(L, moment, lefts, rights, beta, eta, decay):
         """The same step as one fused loop over the lower triangle (no d × d temporaries)."""
 
-        def step(L, moment, left, right, beta, eta, decay):
-            d = L.shape[0]
+        def step(L, moment, lefts, rights, beta, eta, decay):
+            d, k = L.shape[0], lefts.shape[0]
             for i in range(d):
-                for j in range(i + 1):
-                    g = left[i] * right[j]
-                    if i == j:
-                        g += beta / L[i, i]
-                    m = decay * moment[i, j] + (1.0 - decay) * g * g
-                    moment[i, j] = m
-                    L[i, j] += eta / (1.0 + math.sqrt(m)) * g
+                Li, Mi = L[i], moment[i]
+                for j in range(i):  # branch-free below the diagonal
+                    if k == 1:  # (hoisted by LLVM: gadRWM and gadMALA fast)
+                        g = lefts[0, i] * rights[0, j]
+                    else:
+                        g = 0.0
+                        for r in range(k):
+                            g += lefts[r, i] * rights[r, j]
+                    m = decay * Mi[j] + (1.0 - decay) * g * g
+                    Mi[j] = m
+                    Li[j] += eta / (1.0 + math.sqrt(m)) * g
+                g = beta / Li[i]
+                for r in range(k):
+                    g += lefts[r, i] * rights[r, i]
+                m = decay * Mi[i] + (1.0 - decay) * g * g
+                Mi[i] = m
+                Li[i] += eta / (1.0 + math.sqrt(m)) * g
 
         return step
 
@@ -138,7 +172,7 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
     hess = np.zeros((d, d))
     u_x = L.T @ g
     u_y = np.zeros(d)
-    left, right, diag_before = np.zeros(d), np.zeros(d), np.empty(d)
+    lefts, rights, diag_before = np.zeros((3, d)), np.zeros((3, d)), np.empty(d)
     n_collected = n_evals = n_hessian = n_nonfinite = 0
     for i in range(n):
         t = t0 + i
@@ -170,26 +204,13 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
         if adapting:
             for j in range(d):
                 diag_before[j] = L[j, j]
-            active = finite and r < 0.0
-            if mode == MALA_EXACT:
-                grad_L = np.zeros((d, d))
-                if active:
+            k = 0
+            if finite and r < 0.0:  # min{0, log r} has a gradient
+                if mode == MALA_EXACT:
                     h(y, hess)
                     n_hessian += 1
-                    grad_L = np.tril(log_ratio_gradient(mode, L, eps, g, gy, u_x, u_y, hess))
-                for j in range(d):
-                    grad_L[j, j] += beta / L[j, j]
-                rmsprop.step(L, moment, grad_L, eta, _RMS_DECAY)
-            else:
-                if not active:
-                    left[:] = 0.0
-                elif mode == RWM:
-                    left[:] = gy
-                    right[:] = eps
-                else:  # −½(a − b)(ε + ½(u_x − u_y))ᵀ
-                    left[:] = -0.5 * (g - gy)
-                    right[:] = eps + 0.5 * (u_x - u_y)
-                rank_one_step(L, moment, left, right, beta, eta, _RMS_DECAY)
+                k = log_ratio_factors(mode, L, eps, g, gy, u_x, u_y, hess, lefts, rights)
+            low_rank_step(L, moment, lefts[:k], rights[:k], beta, eta, _RMS_DECAY)
             for j in range(d):
                 if not L[j, j] > 0.0:
                     L[j, j] = 0.5 * diag_before[j]

@@ -64,7 +64,7 @@ from scipy.special import ndtri
 
 from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, robbins_monro, welford
-from ckam_bench.samplers.base import Block, ChainState, Sampler
+from ckam_bench.samplers.base import Block, ChainState, Sampler, StartPointError, check_start
 from ckam_bench.samplers.random_walk import positive_step_size, predraw
 from ckam_bench.targets.base import Target
 
@@ -117,8 +117,6 @@ def check_positive(name: str, value) -> float:
 
 def start_with_gradient(target: Target, x0) -> tuple[np.ndarray, float, np.ndarray]:
     """Validate the start point; its log density and gradient (counted once each)."""
-    from ckam_bench.samplers.base import StartPointError, check_start
-
     x, logp = check_start(target, x0)
     grad = np.asarray(target.grad_log_density(x), dtype=float)
     if grad.shape != (target.dim,) or not np.all(np.isfinite(grad)):
