@@ -7,4 +7,7 @@
   (GAM, alg. 4).
 * :mod:`~ckam_bench.samplers.kameleon` — Kernel Adaptive Metropolis–Hastings (KAM) and
   cyclical KAM (cKAM).
+* :mod:`~ckam_bench.samplers.divergence` — the divergence-minimisation (DM) sampler, its
+  finite-adaptation variant and Scout MCMC (Dharamshi, Ngo & Rosenthal).
+* :mod:`~ckam_bench.samplers.tempering` — parallel tempering.
 """
