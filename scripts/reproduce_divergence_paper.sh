@@ -22,8 +22,8 @@
 #
 # MALA (the paper's sixth baseline) comes from the gradient-samplers branch: add it to a sweep
 # with sampler=...,mala once it is installed. Multi-chain samplers (pt*, scout*) collect only
-# their target chain. Runtime (2 jobs on 2 cores): about 1 s of sampler time per run and ~4 s
-# of start-up and checkpoints: about 15 min in all, --quick about 4 min.
+# their target chain. Runtime (2 jobs on 2 cores): about 1 s of sampler time per run and 3-7 s
+# of start-up and checkpoints: 30-50 min in all, --quick 5-10 min (60 runs, then the figures).
 #
 # Resumable: every experiment is one Hydra sweep into DIR/<experiment>; running the script again
 # skips the runs already complete for the same config, resumes interrupted ones from their last

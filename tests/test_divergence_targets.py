@@ -180,10 +180,10 @@ def test_horseshoe_other_dataset_and_errors(tmp_path):
     assert target._log_density(theta) == pytest.approx(scipy_horseshoe(theta, data["X"], data["y"]))
     with pytest.raises(ValueError, match="^dim must be 8"):
         Horseshoe(data_file=str(path), dim=42)
-    with pytest.raises(DataFileError, match="^target.data_file"):
+    with pytest.raises(DataFileError, match="^data_file"):
         Horseshoe(data_file=str(tmp_path / "missing.npz"))
     np.savez(tmp_path / "bad.npz", X=np.zeros((3, 2)), y=np.zeros(4))
-    with pytest.raises(DataFileError, match="^target.data_file"):
+    with pytest.raises(DataFileError, match="^data_file"):
         Horseshoe(data_file=str(tmp_path / "bad.npz"), dim=6)
 
 

@@ -1,4 +1,5 @@
-"""Benchmark targets: the Target interface and one module per family."""
+"""Benchmark targets: the Target interface and one module per family (``divergence``: the
+banana mixtures and basis4 of the divergence-minimisation paper; ``horseshoe``: its regression)."""
 
 from ckam_bench.targets.base import CapabilityError, Target
 from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr, gp51, neal100

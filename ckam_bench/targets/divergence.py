@@ -129,9 +129,20 @@ def _banana_log_density_grad(x, grad_out, params):
 
 @jit.helper
 def _banana_log_density(x, params):
-    """BananaMixture log density compiled (the gradient computed into scratch)."""
-    scratch = np.empty(x.shape[0])
-    return _banana_log_density_grad(x, scratch, params)
+    """BananaMixture log density compiled: log-sum-exp over the components (no gradient)."""
+    log_const, means, inv_var, axis, bend, curv = params
+    n_comp = means.shape[0]
+    top = -math.inf
+    for k in range(n_comp):
+        term = _banana_term(x, k, log_const, means, inv_var, axis, bend, curv)
+        if term > top or k == 0:
+            top = term
+    if not math.isfinite(top):
+        return top
+    total = 0.0
+    for k in range(n_comp):
+        total += math.exp(_banana_term(x, k, log_const, means, inv_var, axis, bend, curv) - top)
+    return top + math.log(total)
 
 
 def _check_components(means, variances, axis, bend, curvature, weights, dim):

@@ -193,7 +193,7 @@ class Horseshoe(Target):
 
 
 def _data_path(override) -> Path:
-    return data_file(DATA_NAME, override, DATA_ENV, key="target.data_file")
+    return data_file(DATA_NAME, override, DATA_ENV, key="data_file")
 
 
 def _load(path: Path):
@@ -203,13 +203,13 @@ def _load(path: Path):
             y = np.asarray(f["y"], float)
             beta = np.asarray(f["beta_true"], float) if "beta_true" in f.files else None
     except (OSError, KeyError, ValueError) as err:
-        raise DataFileError(f"target.data_file: cannot read X and y from {str(path)!r}: {err}") from None
+        raise DataFileError(f"data_file must be an .npz with arrays X and y, cannot read {str(path)!r}: {err}") from None
     if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] < 1 or X.shape[1] < 1:
-        raise DataFileError(f"target.data_file: X must be (n, p) and y (n,), got {X.shape} and {y.shape}")
+        raise DataFileError(f"data_file must hold X of shape (n, p) and y of shape (n,), got {X.shape} and {y.shape}")
     if X.shape[0] > _MAX_OBS or X.shape[1] > _MAX_PREDICTORS:
-        raise DataFileError(f"target.data_file: at most {_MAX_OBS} rows and {_MAX_PREDICTORS} predictors, got {X.shape}")
+        raise DataFileError(f"data_file must hold at most {_MAX_OBS} rows and {_MAX_PREDICTORS} predictors, got {X.shape}")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise DataFileError(f"target.data_file: X and y must be finite in {str(path)!r}")
+        raise DataFileError(f"data_file must hold finite X and y, {str(path)!r} does not")
     if beta is not None and beta.shape != (X.shape[1],):
-        raise DataFileError(f"target.data_file: beta_true must have shape ({X.shape[1]},), got {beta.shape}")
+        raise DataFileError(f"data_file must hold beta_true of shape ({X.shape[1]},), got {beta.shape}")
     return X, y, beta

@@ -38,7 +38,12 @@ FACTORIES = {
 LENGTHS = {"dm": 13000, "scout": 13000, "dm_finite": 8000, "scout_finite": 8000, "arwm": 60000}
 
 
-@pytest.mark.parametrize("name", FACTORIES)
+# The long chains (DM and Scout adapt for 5000 iterations first; aRWM needs 20 000) run as slow tests.
+INVARIANCE_CASES = [pytest.param(name, marks=pytest.mark.slow) if name in ("dm", "scout", "arwm") else name
+                    for name in FACTORIES]
+
+
+@pytest.mark.parametrize("name", INVARIANCE_CASES)
 def test_invariance_banana(name):
     target = banana_dm()
     make = (lambda: AdaptiveRWMixture(burnin=20000)) if name == "arwm" else FACTORIES[name]
@@ -47,7 +52,7 @@ def test_invariance_banana(name):
     assert 0.05 < accepted.mean() < 0.95
 
 
-@pytest.mark.parametrize("name", FACTORIES)
+@pytest.mark.parametrize("name", INVARIANCE_CASES)
 def test_invariance_basis4(name):
     # Chains that cannot cross between modes still keep π when started from exact draws;
     # 64 chains make the between-chain spread measurable.
@@ -171,15 +176,18 @@ def test_kd_tree_search_is_exact():
 @pytest.mark.parametrize("name", FACTORIES)
 def test_chain_does_not_depend_on_block_sizes(name):
     target = banana_dm()
+    make = {"dm": lambda: DivergenceMinimisation(rate=0.002),
+            "scout": lambda: Scout(rate=0.002, scout_warmup=100, swap_every=7)}.get(name, FACTORIES[name])
     runs = []
     for sizes in ((700,), (123, 300, 277)):
-        sampler = FACTORIES[name]()
+        sampler = make()
         state = sampler.init(target, [1.0, -2.0], np.random.default_rng(9))
         out = []
         for k in sizes:
             state, block = sampler.advance(state, k)
             out.append(block.samples)
         runs.append(np.concatenate(out))
+    assert runs[0].shape == (700, 2)
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
@@ -189,10 +197,13 @@ def test_python_loop_gives_the_compiled_chain(name, monkeypatch):
     chains = []
     for flag in ("1", "0"):
         monkeypatch.setenv("CKAM_BENCH_JIT", flag)
-        sampler = FACTORIES[name]() if name != "scout_finite" else FiniteScout(adapt_iterations=200, bank_size=50)
+        sampler = {"dm": lambda: DivergenceMinimisation(rate=0.002),
+                   "scout_finite": lambda: FiniteScout(adapt_iterations=200, bank_size=50, scout_warmup=100),
+                   "arwm": AdaptiveRWMixture}[name]()
         state = sampler.init(target, [1.0, -2.0], np.random.default_rng(4))
-        _, block = sampler.advance(state, 500)
+        _, block = sampler.advance(state, 300)
         chains.append(block.samples)
+    assert chains[0].shape == (300, 2)
     np.testing.assert_allclose(chains[0], chains[1], rtol=1e-9, atol=1e-9)
 
 
@@ -248,3 +259,28 @@ def test_bank_memory_is_bounded():
     sampler = FiniteDivergenceMinimisation(bank_size=10**6)
     with pytest.raises(ValueError, match="^bank_size must keep"):
         sampler.init(Horseshoe(), None, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("make", [lambda: FiniteScout(adapt_iterations=300, bank_size=50),
+                                  lambda: AdaptiveRWMixture()])
+def test_resume_from_a_stored_state_gives_the_same_chain(make):
+    """A state written with the runner's flatten/restore (a new sampler instance, the k-d tree
+    rebuilt) continues the chain exactly, across the finite variant's phase change."""
+    from ckam_bench.store import flatten_state, restore_state
+
+    target = banana_dm()
+    full = make()
+    state = full.init(target, [1.0, -2.0], np.random.default_rng(4))
+    _, reference = full.advance(state, 800)
+
+    first = make()
+    rng = np.random.default_rng(4)
+    state = first.init(target, [1.0, -2.0], rng)
+    state, head = first.advance(state, 350)
+    arrays = flatten_state(state)
+    second = make()
+    template = second.init(target, [1.0, -2.0], np.random.default_rng(99))
+    second.rng = rng
+    restored = restore_state(template, arrays)
+    _, tail = second.advance(restored, 450)
+    np.testing.assert_array_equal(np.concatenate([head.samples, tail.samples]), reference.samples)
