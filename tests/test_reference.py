@@ -29,9 +29,9 @@ def gam(dim, until=None):
         epsilon=0.75, target_accept=0.234, until=until))
 
 
-def command(*args, cwd, cache):
+def command(*args, cwd, cache, timeout=600):
     cmd = [sys.executable, "-m", "ckam_bench.reference", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0", reference.CACHE_ENV: str(cache)})
 
 
@@ -139,35 +139,41 @@ def test_shipped_references_are_certified(dataset):
 
 
 def ground_truth_z(ref):
-    """z-scores of the reference mean against the published German ground truth: the
-    difference over both Monte-Carlo standard errors, after allowing for the 0.05 % scale
-    difference of the published features (standardised with the n denominator)."""
+    """z-scores of the reference against the published German ground truth.
+
+    Means: the difference over both Monte-Carlo standard errors, after allowing for the 0.05 %
+    scale difference of the published features (standardised with the n denominator).
+    Standard deviations: the difference over the reference's Monte-Carlo error of an sd,
+    sd·√(1/(2·ESS)) with each coordinate's bulk ESS (the published sd's error is far smaller).
+    """
     truth = pd.read_csv(DATA / "german_credit_logistic_ground_truth.csv")
-    diff = np.abs(ref.mean - truth["mean"].to_numpy())
-    slack = 5e-4 * np.abs(truth["mean"].to_numpy())
+    m_gt, sd_gt = truth["mean"].to_numpy(), truth["std"].to_numpy()
+    slack = 5e-4 * np.abs(m_gt)
     se = np.hypot(ref.mcse_mean, truth["mean_standard_error"].to_numpy())
-    sd_ratio = np.sqrt(ref.variance) / truth["std"].to_numpy()
-    return np.maximum(diff - slack, 0.0) / se, sd_ratio
+    z_mean = np.maximum(np.abs(ref.mean - m_gt) - slack, 0.0) / se
+    sd = np.sqrt(ref.variance)
+    ess = np.asarray(ref.certificate["diagnostics"]["ess_bulk"])
+    z_sd = np.maximum(np.abs(sd - sd_gt) - 5e-4 * sd_gt, 0.0) / (sd * np.sqrt(0.5 / ess))
+    return z_mean, z_sd
 
 
 def test_shipped_german_reference_matches_ground_truth():
     ref = load_reference(LogisticRegression("german"))
-    z, sd_ratio = ground_truth_z(ref)
-    assert z.max() < 4.0, z
-    np.testing.assert_allclose(sd_ratio, 1.0, atol=0.015)  # ~4 sd of an sd at ESS 3.5e4
+    z_mean, z_sd = ground_truth_z(ref)
+    assert z_mean.max() < 4.0, z_mean
+    assert z_sd.max() < 4.0, z_sd  # the never-stopped GAM's 1-2 % low sds gave z_sd ~ 5
 
 
 @pytest.mark.slow
 def test_rebuilt_german_reference_matches_ground_truth(tmp_path):
     """The command from scratch (another seed), into the cache, then the same comparison."""
-    proc = command("target=logistic_german", "seed=11", "iterations=800000", "burn_in=150000",
-                   "max_draws=40000",
-                   cwd=tmp_path, cache=tmp_path / "cache")
+    proc = command("target=logistic_german", "seed=11", "iterations=400000", "burn_in=100000",
+                   "max_draws=40000", cwd=tmp_path, cache=tmp_path / "cache", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (path,) = (tmp_path / "cache").glob("logistic_german-*.npz")
-    z, sd_ratio = ground_truth_z(read_reference(path))
-    assert z.max() < 4.0, z
-    np.testing.assert_allclose(sd_ratio, 1.0, atol=0.015)
+    z_mean, z_sd = ground_truth_z(read_reference(path))
+    assert z_mean.max() < 4.0, z_mean
+    assert z_sd.max() < 4.0, z_sd
 
 
 def test_chains_split_over_jobs_combine_to_the_same_reference(tmp_path):
