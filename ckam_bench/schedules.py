@@ -120,7 +120,8 @@ class Window:
 class RobbinsMonro:
     """Step-size adaptation towards a target acceptance rate α*.
 
-    ``rate(t) = scale * (1 + offset + t) ** -epsilon``;
+    ``rate(t) = scale * (1 + offset + t) ** -epsilon``, and 0 from t = ``until`` on when
+    ``until`` is set (finite adaptation: the sampler is then a fixed MH kernel);
     ``update(log_nu, alpha, t) = log_nu + rate(t) * (alpha - target_accept)``.
     """
 
@@ -128,6 +129,7 @@ class RobbinsMonro:
     target_accept: float = 0.234
     scale: float = 1.0
     offset: float = 0.0
+    until: int | None = None
 
     def __post_init__(self):
         _positive("epsilon", self.epsilon)
@@ -135,11 +137,20 @@ class RobbinsMonro:
         _offset(self.offset)
         if not 0.0 < self.target_accept < 1.0:
             raise ValueError(f"target_accept must be in (0, 1), got {self.target_accept}")
+        if self.until is not None and int(self.until) < 0:
+            raise ValueError(f"until must be >= 0 or null, got {self.until}")
 
     def __call__(self, t: int) -> float:
+        if self.until is not None and t >= self.until:
+            return 0.0
         return self.scale * (1.0 + self.offset + t) ** (-self.epsilon)
 
     diminishing = True
+
+    @property
+    def finite(self) -> bool:
+        """Adaptation stops at ``until`` (finite adaptation)."""
+        return self.until is not None
 
     rate = __call__
 

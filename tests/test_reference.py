@@ -23,29 +23,30 @@ from ckam_bench.targets.logistic import LogisticRegression
 SHIPPED = ["australian", "heart", "pima", "ripley", "german"]
 
 
-def gam(dim):
-    return GlobalAdaptiveMetropolis(step_size=2.38 / np.sqrt(dim),
-                                    adaptation=RobbinsMonro(epsilon=0.75, target_accept=0.234))
+def gam(dim, until=None):
+    """GAM as the reference preset runs it: adapting for ``until`` iterations, then fixed."""
+    return GlobalAdaptiveMetropolis(step_size=2.38 / np.sqrt(dim), adaptation=RobbinsMonro(
+        epsilon=0.75, target_accept=0.234, until=until))
 
 
-def command(*args, cwd, cache):
+def command(*args, cwd, cache, timeout=600):
     cmd = [sys.executable, "-m", "ckam_bench.reference", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0", reference.CACHE_ENV: str(cache)})
 
 
 def test_certify_criteria():
     rng = np.random.default_rng(0)
-    iid = rng.standard_normal((4, 2000, 3))
+    iid = rng.standard_normal((4, 1000, 3))
     diag = diagnose(iid)
-    assert certify(diag, ess_min=4000) == (True, "")
-    assert not certify(diag, ess_min=12_000)[0]
+    assert certify(diag, ess_min=2000) == (True, "")
+    assert not certify(diag, ess_min=6000)[0]
     shifted = iid.copy()
     shifted[0, :, 1] += 0.5  # one chain elsewhere in coordinate 1
-    ok, why = certify(diagnose(shifted), ess_min=1000)
+    ok, why = certify(diagnose(shifted), ess_min=500)
     assert not ok and why.startswith("split R-hat") and "coordinate 1" in why
-    sticky = np.cumsum(rng.standard_normal((4, 2000, 2)), axis=1) * 0.01 + iid[..., :2]
-    ok, why = certify(diagnose(sticky), ess_min=1000)
+    sticky = np.cumsum(rng.standard_normal((4, 1000, 2)), axis=1) * 0.01 + iid[..., :2]
+    ok, why = certify(diagnose(sticky), ess_min=500)
     assert not ok
     nan = diag | {"ess_tail": np.array([np.nan, 2e4, 2e4])}
     assert not certify(nan)[0]
@@ -70,7 +71,7 @@ def test_bad_settings_are_config_errors(tmp_path):
 def test_build_store_and_look_up_in_cache(tmp_path, monkeypatch):
     target = gauss2d_corr()  # no shipped reference: found in the cache
     ok, why, certificate, arrays = build_reference(
-        target, lambda: gam(2), chains=4, burn_in=2000, iterations=40_000, max_draws=10_000,
+        target, lambda: gam(2, 2000), chains=4, burn_in=2000, iterations=40_000, max_draws=10_000,
         stored_draws=500, seed=5, ess_min=2000, sampler_name="gam")
     assert ok, why
     assert len({tuple(s) for s in certificate["starts"]}) == 4  # independent overdispersed starts
@@ -89,6 +90,26 @@ def test_build_store_and_look_up_in_cache(tmp_path, monkeypatch):
     np.testing.assert_allclose(ref.variance, target.variance, rtol=0.1)
     np.testing.assert_allclose(ref.second_moment, ref.variance + ref.mean**2, rtol=1e-6)
     assert json.loads(path.with_suffix(".json").read_text())["reference_id"] == ref.reference_id
+
+
+def test_reference_preset_freezes_gam_after_burn_in():
+    """The default reference sampler adapts during the burn-in only (finite adaptation)."""
+    from hydra import compose, initialize_config_module
+    from hydra.utils import instantiate
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("reference", overrides=["burn_in=777"])
+        other = compose("reference", overrides=["sampler=rw"])
+    sampler = instantiate(cfg.sampler)
+    assert sampler.adaptation(776) > 0 and sampler.adaptation(777) == 0.0
+    assert "adaptation" not in other.sampler  # other samplers are used as configured
+    target = gauss2d_corr()
+    state = sampler.init(target, np.ones(2), np.random.default_rng(0))
+    state, _ = sampler.advance(state, 800)
+    frozen = (state.cov.copy(), state.log_scale)
+    state, _ = sampler.advance(state, 500)
+    np.testing.assert_array_equal(state.cov, frozen[0])
+    assert state.log_scale == frozen[1]
 
 
 def test_uncertified_file_is_not_loaded(tmp_path):
@@ -118,44 +139,50 @@ def test_shipped_references_are_certified(dataset):
 
 
 def ground_truth_z(ref):
-    """z-scores of the reference mean against the published German ground truth: the
-    difference over both Monte-Carlo standard errors, after allowing for the 0.05 % scale
-    difference of the published features (standardised with the n denominator)."""
+    """z-scores of the reference against the published German ground truth.
+
+    Means: the difference over both Monte-Carlo standard errors, after allowing for the 0.05 %
+    scale difference of the published features (standardised with the n denominator).
+    Standard deviations: the difference over the reference's Monte-Carlo error of an sd,
+    sd·√(1/(2·ESS)) with each coordinate's bulk ESS (the published sd's error is far smaller).
+    """
     truth = pd.read_csv(DATA / "german_credit_logistic_ground_truth.csv")
-    diff = np.abs(ref.mean - truth["mean"].to_numpy())
-    slack = 5e-4 * np.abs(truth["mean"].to_numpy())
+    m_gt, sd_gt = truth["mean"].to_numpy(), truth["std"].to_numpy()
+    slack = 5e-4 * np.abs(m_gt)
     se = np.hypot(ref.mcse_mean, truth["mean_standard_error"].to_numpy())
-    sd_ratio = np.sqrt(ref.variance) / truth["std"].to_numpy()
-    return np.maximum(diff - slack, 0.0) / se, sd_ratio
+    z_mean = np.maximum(np.abs(ref.mean - m_gt) - slack, 0.0) / se
+    sd = np.sqrt(ref.variance)
+    ess = np.asarray(ref.certificate["diagnostics"]["ess_bulk"])
+    z_sd = np.maximum(np.abs(sd - sd_gt) - 5e-4 * sd_gt, 0.0) / (sd * np.sqrt(0.5 / ess))
+    return z_mean, z_sd
 
 
 def test_shipped_german_reference_matches_ground_truth():
     ref = load_reference(LogisticRegression("german"))
-    z, sd_ratio = ground_truth_z(ref)
-    assert z.max() < 4.0, z
-    np.testing.assert_allclose(sd_ratio, 1.0, atol=0.03)  # sd of an sd at ESS >= 1e4: < 1 %
+    z_mean, z_sd = ground_truth_z(ref)
+    assert z_mean.max() < 4.0, z_mean
+    assert z_sd.max() < 4.0, z_sd  # the never-stopped GAM's 1-2 % low sds gave z_sd ~ 5
 
 
 @pytest.mark.slow
 def test_rebuilt_german_reference_matches_ground_truth(tmp_path):
     """The command from scratch (another seed), into the cache, then the same comparison."""
-    proc = command("target=logistic_german", "seed=11", "iterations=800000", "burn_in=150000",
-                   "max_draws=40000",
-                   cwd=tmp_path, cache=tmp_path / "cache")
+    proc = command("target=logistic_german", "seed=11", "iterations=400000", "burn_in=100000",
+                   "max_draws=40000", cwd=tmp_path, cache=tmp_path / "cache", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (path,) = (tmp_path / "cache").glob("logistic_german-*.npz")
-    z, sd_ratio = ground_truth_z(read_reference(path))
-    assert z.max() < 4.0, z
-    np.testing.assert_allclose(sd_ratio, 1.0, atol=0.03)
+    z_mean, z_sd = ground_truth_z(read_reference(path))
+    assert z_mean.max() < 4.0, z_mean
+    assert z_sd.max() < 4.0, z_sd
 
 
 def test_chains_split_over_jobs_combine_to_the_same_reference(tmp_path):
     """chain=k jobs store their chain; combine=true certifies them: same as one process."""
     target, opts = gauss2d_corr(), dict(burn_in=500, iterations=20_000, max_draws=5000, seed=3)
-    ok, _, whole, whole_arrays = build_reference(target, lambda: gam(2), chains=4, ess_min=1000,
-                                                 stored_draws=100, **opts)
+    ok, _, whole, whole_arrays = build_reference(target, lambda: gam(2, 500), chains=4,
+                                                 ess_min=1000, stored_draws=100, **opts)
     for c in range(4):
-        (run,) = reference.run_chains(target, lambda: gam(2), [c], **opts)
+        (run,) = reference.run_chains(target, lambda: gam(2, 500), [c], **opts)
         reference.save_chain(tmp_path / f"chain{c}.npz", run)
     runs = [reference.load_chain(tmp_path / f"chain{c}.npz") for c in range(4)]
     ok2, _, parts, parts_arrays = reference.certify_runs(target, runs, ess_min=1000,

@@ -290,7 +290,7 @@ def _compiled(digest: str, X: np.ndarray, c: np.ndarray):
     if entry is None:
         import numba
 
-        X, c = np.array(X, order="C"), np.array(c)
+        X, c = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(c, dtype=float)
         x_addr, c_addr = X.ctypes.data, c.ctypes.data
         shape, d = X.shape, X.shape[1]
 
