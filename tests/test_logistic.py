@@ -83,7 +83,7 @@ def test_gradient_and_hessian_against_finite_differences(targets, dataset):
         np.testing.assert_allclose(grad, fd_grad, rtol=1e-6, atol=1e-5 * (1 + np.abs(grad).max()))
         fd_hess = np.array([(t._grad_log_density(w + h * e) - t._grad_log_density(w - h * e)) / (2 * h)
                             for e in eye])
-        hess = t.hessian_log_density(w)
+        hess = t._hessian_log_density(w)
         np.testing.assert_allclose(hess, fd_hess, rtol=1e-5, atol=1e-5 * np.abs(hess).max())
         np.testing.assert_allclose(hess, hess.T)
         assert np.linalg.eigvalsh(hess).max() <= -1.0 + 1e-9  # prior: H <= -I

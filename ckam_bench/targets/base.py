@@ -104,7 +104,6 @@ class Target:
         self.n_density = 0
         self.n_grad = 0
         self.n_hessian = 0
-        self.n_hessian = 0
 
     # ------------------------------------------------------------------ capabilities
     @property

@@ -394,10 +394,6 @@ class LogisticRegression(Target):
         weights = p * (1.0 - p)
         return -(self.X.T * weights) @ self.X - np.eye(self.dim)
 
-    def hessian_log_density(self, x: np.ndarray) -> np.ndarray:
-        """∇² log π(w), (d, d) (uncounted: the gradient samplers count what they need)."""
-        return self._hessian_log_density(x)
-
     def hessian_vector_product(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """∇² log π(w) v without forming the Hessian: −Xᵀ(σ(1−σ) ⊙ Xv) − v."""
         p = _sigmoid(self.X @ np.asarray(x, float))
