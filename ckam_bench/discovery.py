@@ -148,7 +148,8 @@ def entries(group: str) -> list[tuple[str, str, str]]:
 
     loader = GlobalHydra.instance().config_loader()
     rows = []
-    for name in loader.get_group_options(group):
+    # config_name: the primary config's hydra.searchpath (installed plugins) is searched too.
+    for name in loader.get_group_options(group, config_name="config"):
         desc, caps = _yaml_comment(group, name), ""
         try:
             if group in ("sampler", "target"):
