@@ -8,9 +8,9 @@
 # Root is required. Idempotent: a cluster already up (`sinfo` answers) is left as it is.
 # The node gets this machine's real CPU count and memory; one partition `debug` (default).
 # Accounting is off (no slurmdbd, no database): AccountingStorageType=accounting_storage/none
-# and JobAcctGatherType=jobacct_gather/none. `sacct` then fails, and submitit falls back to
-# `squeue`-free polling of its own result files; ckam-bench quiets submitit's "Bypassing sacct
-# error" warnings (see README, "Sweeps on SLURM").
+# and JobAcctGatherType=jobacct_gather/none. `sacct` then fails; ckam-bench's Hydra callback
+# (ckam_bench/slurm.py) has submitit read job states with `squeue` instead on such a cluster
+# (README, "Sweeps on one machine and on a SLURM cluster").
 set -euo pipefail
 
 CONF_DIR=/etc/slurm
@@ -117,10 +117,6 @@ KillWait=5
 InactiveLimit=0
 NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
-CONF
-    # slurmd reads cgroup.conf only for cgroup plugins; keep an explicit one so nothing is guessed.
-    cat > "$CONF_DIR/cgroup.conf" <<CONF
-CgroupPlugin=autodetect
 CONF
 }
 
