@@ -161,7 +161,7 @@ def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
     listing = run(["list"], work, site)
     assert listing.returncode == 0, listing.stderr
     lines = {ln.split()[0]: ln for ln in listing.stdout.splitlines() if ln.startswith("  ")}
-    assert "Independence Metropolis-Hastings" in lines["independence"]
+    assert "Independence Metropolis-Hastings, proposal N(0, scale^2 I)" in lines["independence"]
     assert "d=2" in lines["wide_gauss"] and "exact draws" in lines["wide_gauss"]
 
     sweep = work / "sweep"
