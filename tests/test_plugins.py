@@ -152,6 +152,17 @@ def run(args, cwd, site, module="ckam_bench.cli"):
                           text=True, timeout=600, env=env)
 
 
+def test_entry_points_become_search_path_entries(tmp_path, monkeypatch):
+    from ckam_bench import plugins
+
+    dist = tmp_path / "ckb_fake-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ckb-fake\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ckam_bench.plugins]\nzz = zz_pkg.conf\naa = aa_pkg.conf\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert plugins.search_path()[:2] == ["pkg://aa_pkg.conf", "pkg://zz_pkg.conf"]
+
+
 @pytest.mark.slow
 def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
     site = build_plugin(tmp_path)
