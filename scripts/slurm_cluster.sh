@@ -33,10 +33,11 @@ stop_cluster() {
             slurmctld) pidfile=$RUN_DIR/slurmctld.pid ;;
             munged) pidfile=/run/munge/munged.pid ;;
         esac
-        if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-            kill "$(cat "$pidfile")"
+        pid=$(cat "$pidfile" 2>/dev/null || true)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid"
             for _ in $(seq 50); do
-                kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+                kill -0 "$pid" 2>/dev/null || break
                 sleep 0.1
             done
         fi
