@@ -9,6 +9,8 @@
   burn-in") in iterations, from the run's budget and a stated throughput (KAM's paper presets).
 * ``${ckam_uid:}`` — a short random token, resolved once per run and copied to sweep jobs by
   Hydra's resolver cache, so output folders never collide even when started in the same second.
+* ``${ckam_plugins:}`` — ``hydra.searchpath`` entries of the installed plugins
+  (:mod:`ckam_bench.plugins`).
 """
 
 from __future__ import annotations
@@ -43,3 +45,7 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("iterations", iterations)
     if not OmegaConf.has_resolver("ckam_uid"):
         OmegaConf.register_new_resolver("ckam_uid", _uid, use_cache=True)
+    if not OmegaConf.has_resolver("ckam_plugins"):
+        from ckam_bench.plugins import search_path
+
+        OmegaConf.register_new_resolver("ckam_plugins", search_path)

@@ -69,12 +69,19 @@ def _first_line(text: str | None) -> str:
 
 
 def _yaml_comment(group: str, name: str) -> str:
-    """The leading comment of a shipped YAML (the config's own description)."""
+    """The leading comment of a shipped or plugin YAML (the config's own description)."""
     from importlib import resources
 
-    try:
-        text = (resources.files("ckam_bench.conf") / group / f"{name}.yaml").read_text()
-    except (FileNotFoundError, OSError):
+    from ckam_bench.plugins import config_modules
+
+    text = None
+    for module in ("ckam_bench.conf", *config_modules()):  # the search path's order
+        try:
+            text = (resources.files(module) / group / f"{name}.yaml").read_text()
+            break
+        except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError):
+            continue
+    if text is None:
         return ""
     lines = []
     for line in text.splitlines():
@@ -148,7 +155,8 @@ def entries(group: str) -> list[tuple[str, str, str]]:
 
     loader = GlobalHydra.instance().config_loader()
     rows = []
-    for name in loader.get_group_options(group):
+    # config_name: the primary config's hydra.searchpath (installed plugins) is searched too.
+    for name in loader.get_group_options(group, config_name="config"):
         desc, caps = _yaml_comment(group, name), ""
         try:
             if group in ("sampler", "target"):
