@@ -79,7 +79,7 @@ for line in "${experiments[@]}"; do
     if [[ -n "$seeds" ]]; then n_seeds=$seeds; elif [[ $quick == 1 ]]; then n_seeds=2; fi
     seed_list=$(seq -s, 0 $(( n_seeds - 1 )))
     short=()
-    if [[ $quick == 1 ]]; then short=("sampler.burn_in=2000" "budget.max_iterations=4000"); fi
+    if [[ $quick == 1 ]]; then short=("++sampler.burn_in=2000" "budget.max_iterations=4000"); fi
     sweep "$name-main" "$out/$name/main" "experiment=$name" "sampler=$samplers" "seed=$seed_list" "${short[@]}"
     sweep "$name-hmc" "$out/$name/hmc" "experiment=$name" sampler=hmc "sampler.n_leapfrog=5,10,20" \
         "seed=$seed_list" "${short[@]}"

@@ -73,3 +73,16 @@ def test_stan_warmup_windows():
     np.testing.assert_array_equal(welford.window_ends(100), [89])
     assert welford.slow_window_start(100) == 15 and welford.slow_window_start(500) == 75
     assert welford.window_ends(10).size == 0
+
+
+def test_paper_am_rate_schedule():
+    """Titsias & Dellaportas's AM rate 0.001/(1 + t/4000) during burn-in, then 0."""
+    import pytest
+
+    from ckam_bench.schedules import HyperbolicDecay
+
+    rate = HyperbolicDecay(scale=0.001, horizon=4000.0, until=20000)
+    assert rate(0) == 0.001 and math.isclose(rate(4000), 0.0005) and math.isclose(rate(19999), 0.001 / (1 + 19999 / 4000))
+    assert rate(20000) == 0.0 and HyperbolicDecay()(10**6) > 0
+    with pytest.raises(ValueError, match="^horizon must be"):
+        HyperbolicDecay(horizon=0)

@@ -64,9 +64,15 @@ def test_invariance_from_exact_draws(sampler, target_name):
 @pytest.mark.slow
 @pytest.mark.parametrize("target_name", ["neal100", "gp51"])
 def test_mala_invariance_long(target_name):
+    """Isotropic MALA's σ settles at neal100's smallest scale (≈ 0.018), so a coordinate of scale
+    s needs ~(s/σ)² iterations per independent draw (the paper's Table 1: min ESS 2.9 of 20 000);
+    on neal100 the check uses the coordinates with s ≤ 0.4, where 40 000 iterations give a
+    trustworthy ESS (for s near 1 the split-chain ESS of four barely-moving chains overstates
+    the information and the interval would be meaningless)."""
     target = TARGETS[target_name]()
     samples, _ = run_chains(lambda: MALA(burn_in=2000), target, 4, 40000, seed=5, block=10000)
-    check_moments(samples, target.mean, target.variance, min_ess=8)
+    keep = slice(0, 40) if target_name == "neal100" else slice(None)
+    check_moments(samples[..., keep], target.mean[keep], target.variance[keep], min_ess=8)
 
 
 SAME_CHAIN = {  # (sampler, target). HMC/NUTS at fixed stable steps: dual averaging's early steps
