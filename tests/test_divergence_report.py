@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from ckam_bench import store
+from ckam_bench import rundir, store
 from ckam_bench.report.aggregate import load_results
 from ckam_bench.report.paper_divergence import divergence_table, figures, tables
 from ckam_bench.targets.divergence import basis4, double_banana
@@ -29,12 +29,12 @@ def _run(root, target, sampler, seed, acceptance, mean_error, estimate, moments=
     if moments:
         trace["mean_error"] = [99.0, mean_error]
         trace["mean_estimate"] = [np.zeros(dim), np.asarray(estimate, float)]
-    store.write_parquet(trace, path / store.TRACE)
+    rundir.write_parquet(trace, path / store.TRACE)
     x = make().sample(300, np.random.default_rng(seed))
     samples = pd.DataFrame(x, columns=[f"x{j}" for j in range(dim)])
     samples.insert(0, "index", np.arange(300))
-    store.write_parquet(samples, path / store.SAMPLES)
-    store.write_json({"state": "complete", "run_id": path.name, "target": target, "sampler": sampler,
+    rundir.write_parquet(samples, path / store.SAMPLES)
+    rundir.write_json({"state": "complete", "run_id": path.name, "target": target, "sampler": sampler,
                       "kernel": "none", "seed": seed}, path / store.STATUS)
 
 
