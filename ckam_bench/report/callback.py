@@ -4,12 +4,15 @@
 ``conf/config.yaml``). When a multirun ends — all jobs done, with the local, joblib or
 submitit (SLURM) launcher alike, since its ``on_multirun_end`` runs in the submitting process
 — it loads the runs under the sweep folder, writes ``SWEEP_DIR/report/`` with
-:func:`ckam_bench.report.cli.build_report` (generic figures as PNG, tables, ``report.md``,
-``report.html``) and prints the HTML report's path and each target's ranking table. Any
-failure is reported in one line and never changes the sweep's exit status.
+:func:`ckam_bench.report.cli.build_report` (tables, ``report.md``, ``report.html`` with the
+run inventory and validity marks; with ``figures=true`` also the generic figures of every
+target) and prints the HTML report's path, each target's ranking table and the command that
+renders every figure. Any failure is reported in one line and never changes the sweep's exit
+status.
 
-Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (false: tables and reports only,
-faster for large sweeps), ``folder`` (the report's sub-folder of the sweep folder).
+Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (default false: the figures take
+tens of seconds per target, more than a short sweep itself), ``folder`` (the report's
+sub-folder of the sweep folder).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from omegaconf import DictConfig
 class SweepReport(Callback):
     """Hydra callback: the report of a sweep, rendered when the sweep ends."""
 
-    def __init__(self, figures: bool = True, folder: str = "report"):
+    def __init__(self, figures: bool = False, folder: str = "report"):
         self.figures = bool(figures)
         self.folder = str(folder)
 
@@ -53,7 +56,9 @@ class SweepReport(Callback):
         lines = [f"ckam-bench: sweep report: {report.html}",
                  f"  ({len(results.runs)} runs in {len(results.groups())} configuration groups"
                  f"{f', {len(results.skipped)} skipped' if results.skipped else ''}; "
-                 f"markdown: {report.markdown})", ""]
+                 f"markdown: {report.markdown})",
+                 f"  every figure: ckam-bench-figures {sweep_dir} --out {sweep_dir / 'figures'}",
+                 ""]
         lines += [table.markdown() for table in report.rankings]
         print("\n".join(lines), flush=True)
         return report
