@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import html
 import json
 import math
@@ -83,6 +84,20 @@ SORT_JS = """
   });
 })();
 """
+
+
+def runs_fingerprint(results: Results) -> str:
+    """A short hash of what a report is made from: each loaded run's folder, state, last
+    update and iterations, and each skipped folder with its reason. Equal fingerprints mean
+    the report would show the same runs (the sweep callback then leaves it as it is)."""
+    items = sorted([str(r.path), r.state, str(r.status.get("updated")), r.iterations]
+                   for r in results.runs)
+    items += sorted([str(s.path), s.reason] for s in results.skipped)
+    return hashlib.sha256(json.dumps(items, default=str).encode()).hexdigest()[:16]
+
+
+def fingerprint_meta(results: Results) -> str:
+    return f'<meta name="ckam-bench-runs" content="{runs_fingerprint(results)}">'
 
 
 def esc(value) -> str:
@@ -221,7 +236,8 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<title>ckam-bench report</title><link rel=\"icon\" href=\"data:,\">"
-            f"<style>{CSS}</style></head><body>" + "\n".join(parts)
+            + fingerprint_meta(results)
+            + f"<style>{CSS}</style></head><body>" + "\n".join(parts)
             + f"<script>{SORT_JS}</script></body></html>\n")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
