@@ -245,15 +245,16 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
              f"{len(results.skipped)} skipped or partly used. x-axis: {settings.x_label}; "
              f"bands: {settings.band_text} over seeds. The self-contained version of this "
              "report (figures embedded, sortable tables, run inventory) is report.html.", "",
-             "## Runs", "", "| target | configuration | runs | seeds | states |",
-             "|---|---|---|---|---|"]
+             "## Runs", "", "One row per configuration group (full configuration, each seed "
+             "once).", "", "| target | sampler | kernel | runs | seeds | states |",
+             "|---|---|---|---|---|---|"]
     for group in results.groups():
         runs = group.runs + [d for d, _ in group.duplicates]
         seeds = ", ".join(str(s) for s in group.seeds)
         dup = f" ({len(group.duplicates)} duplicate(s) left out)" if group.duplicates else ""
         states = ", ".join(f"{k} {v}" for k, v in sorted(Counter(r.state for r in runs).items()))
-        lines.append(f"| {group.target} | {group.label} | {len(runs)} | {seeds}{dup} | "
-                     f"{states} |")
+        lines.append(f"| {group.target} | {group.label} | {group.kernel} | {len(runs)} | "
+                     f"{seeds}{dup} | {states} |")
     lines += ["", "## Figures", ""]
     for fig in rendered:
         names = {p.suffix[1:]: os.path.relpath(p, out) for p in fig.paths}
