@@ -46,7 +46,7 @@ figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#444;margin-top:.4em}
 .note{font-size:.85em;color:#555;margin:.1em 0}.warn{color:#a40000}
 tr.left-out td{color:#888}details{margin:.3em 0}pre{font-size:.8em;white-space:pre-wrap}
-nav ul{columns:3;font-size:.9em}code{font-size:.9em}
+nav ul{columns:3;font-size:.9em}code{font-size:.9em}.scroll{overflow-x:auto}
 """
 
 SORT_JS = """
@@ -111,7 +111,8 @@ def _anchor(text: str) -> str:
 def table_html(table, table_id: str | None = None) -> str:
     """A :class:`~ckam_bench.report.tables.Table` as a sortable HTML table with its notes."""
     ident = f' id="{esc(table_id)}"' if table_id else ""
-    out = [f"<h3>{esc(table.title)}</h3>", f'<table class="sortable"{ident}><thead><tr>']
+    out = [f"<h3>{esc(table.title)}</h3>",
+           f'<div class="scroll"><table class="sortable"{ident}><thead><tr>']
     out += [f"<th>{esc(h)}</th>" for h in table.header]
     out.append("</tr></thead><tbody>")
     keys = table.sort_keys or [[None] * len(row) for row in table.rows]
@@ -123,7 +124,7 @@ def table_html(table, table_id: str | None = None) -> str:
                 attr = f' data-sort="{"inf" if math.isinf(key) else repr(float(key))}"'
             cells.append(f"<td{attr}>{esc(cell)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     out += [f'<p class="note">{esc(note)}.</p>' for note in table.notes]
     return "\n".join(out)
 
@@ -178,9 +179,9 @@ def _inventory(results: Results) -> str:
     header = ["target", "group", "sampler", "seed", "state", "stop reason", "use", "budget",
               "iterations", "sampler s", "adaptation", "config hash", "started", "updated",
               "ckam-bench", "folder"]
-    return ('<table class="sortable" id="inventory"><thead><tr>'
+    return ('<div class="scroll"><table class="sortable" id="inventory"><thead><tr>'
             + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>"
-            + "\n".join(rows) + "</tbody></table>"
+            + "\n".join(rows) + "</tbody></table></div>"
             + "<h3>Configurations and provenance</h3>" + "\n".join(blocks))
 
 
