@@ -19,6 +19,7 @@ sub-folder of the sweep folder).
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -43,6 +44,9 @@ class SweepReport(Callback):
 
     def report(self, sweep_dir: Path):
         """Build the report of the runs under ``sweep_dir``; returns it (None: no runs)."""
+        # arviz-base logs its plotting-backend choice at INFO on import; Hydra's logging would
+        # print it between the sweep's lines
+        logging.getLogger("arviz").setLevel(logging.WARNING)
         from ckam_bench.report import generic, html, ranking
         from ckam_bench.report.aggregate import load_results
         from ckam_bench.report.cli import Report, build_report
