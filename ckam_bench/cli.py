@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import re
 import sys
 import time
@@ -40,8 +39,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-import ckam_bench
-from ckam_bench import rundir
+from ckam_bench import discovery, jit, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
@@ -52,26 +50,14 @@ COSMETIC_KEYS = ("hydra", "progress")
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """sha256 of the resolved run config (Hydra's settings and the progress bar excluded)."""
+    """sha256 of everything that changes a run's chain or its speed: the resolved run config
+    (Hydra's settings and the progress bar excluded) and the loop mode (compiled or Python),
+    so a folder run in one mode is never taken as complete for the other."""
     plain = resolved(cfg)
     for key in COSMETIC_KEYS:
         plain.pop(key, None)
+    plain["__loops__"] = "compiled" if jit.enabled() else "python"
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def versions() -> dict:
-    import pandas
-    import scipy
-
-    return {
-        "ckam_bench": ckam_bench.__version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "pandas": pandas.__version__,
-        "hydra": hydra.__version__,
-        "platform": platform.platform(),
-    }
 
 
 def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
@@ -142,7 +128,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
         max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
-        status_extra={"config_hash": config_hash(cfg), "versions": versions(),
+        status_extra={"config_hash": config_hash(cfg), "provenance": provenance.collect(),
                       "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported},
     )
@@ -231,6 +217,34 @@ class OutputFolderCheck(Callback):
             sys.exit(1)
 
 
+def _uses_kernel(sampler_node) -> bool:
+    """Whether a sampler's (unresolved) config refers to the root ``kernel`` block."""
+    text = OmegaConf.to_yaml(sampler_node, resolve=False) if sampler_node is not None else ""
+    return "${kernel}" in text
+
+
+def _check_unused_choices(runner: Runner, hc) -> None:
+    """A kernel chosen on the command line for a sampler that has none is an error, not a
+    setting silently ignored."""
+    chosen = [o.split("=", 1)[0].lstrip("+~") for o in hc.overrides.task]
+    if "kernel" in chosen and getattr(runner.sampler, "kernel", None) is None:
+        raise ConfigError(f"kernel: sampler {hc.runtime.choices.get('sampler')} uses no kernel; "
+                          "drop the kernel=... override")
+
+
+def print_job_config(overrides: list[str]) -> None:
+    """``ckam-bench --cfg job …``: the composed run config with only the blocks the run uses
+    (no kernel block for a sampler without a kernel)."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    if not _uses_kernel(cfg.get("sampler")):
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "kernel"])
+    print(OmegaConf.to_yaml(cfg), end="")
+
+
 def _refusal_notes(sweep_dir: Path, token: str) -> Path:
     return Path(sweep_dir) / f".ckam-refused-{token}.jsonl"
 
@@ -281,6 +295,7 @@ def _app(cfg: DictConfig) -> None:
     try:
         check_config(cfg)  # before the labels read any value
         runner = build(cfg, _labels(cfg), out_dir)
+        _check_unused_choices(runner, hc)
         folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
     except ConfigError as exc:
         _undo_created(out_dir, multirun)
@@ -318,6 +333,26 @@ def main() -> None:
     """Console entry point. Hydra's own composition errors (an unknown group option or key)
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["list"]:
+        discovery.print_list()
+        return
+    if argv[:1] in (["--help"], ["-h"]):
+        discovery.print_help()
+        return
+    if argv[:1] == ["--version"]:
+        discovery.print_version()
+        return
+    for flag in ("--cfg", "-c"):
+        if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:
+            i = argv.index(flag)
+            rest = [a for a in argv[:i] + argv[i + 2:] if not a.startswith("-")]
+            try:
+                print_job_config(rest)
+            except Exception as exc:  # Hydra's own message for a bad override
+                print(f"ckam-bench: invalid configuration: {exc}".splitlines()[0], file=sys.stderr)
+                sys.exit(2)
+            return
     try:
         _app()
     except SystemExit as exc:

@@ -61,6 +61,7 @@ import numpy as np
 
 from ckam_bench import store
 from ckam_bench.metrics.buffer import ThinningBuffer
+from ckam_bench.provenance import load_average
 
 DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise", "logp")
 
@@ -360,6 +361,7 @@ class Runner:
             # process competed for the CPU, and wall-clock rates understate the sampler
             "contended": bool(self.clock_wall > 0.5 and cpu_share < 0.8),
             "cpu_share": cpu_share,
+            "load_average_end": load_average(),
             **self.status_extra,
         }
 

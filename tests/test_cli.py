@@ -56,7 +56,11 @@ def test_single_run_writes_its_folder(tmp_path):
     status = json.loads((out / store.STATUS).read_text())
     assert status["state"] == "complete" and status["seed"] == 3
     assert status["kernel"] == "gaussian" and len(status["config_hash"]) == 64
-    assert "numpy" in status["versions"]
+    prov = status["provenance"]
+    assert prov["versions"]["numpy"] and prov["versions"]["numba"]
+    assert prov["loops"] in ("compiled", "python") and prov["cpu_count"] >= 1
+    assert {"git_commit", "git_dirty", "cpu_model", "load_average_start"} <= set(prov)
+    assert status["budget"]["clock"] == "wall" and "load_average_end" in status
     trace = pd.read_parquet(out / store.TRACE)
     assert (trace.kernel == "gaussian").all() and trace.sampler_seconds.iloc[-1] >= 0.5
     assert "complete" in proc.stderr
@@ -82,3 +86,33 @@ def test_runs_from_any_directory(tmp_path):
     proc = ckam_bench("sampler=rw", "budget.seconds=0.2", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert Path(out, store.TRACE).exists()
+
+
+def test_cfg_job_shows_only_the_blocks_the_run_uses(tmp_path):
+    rw = ckam_bench("--cfg", "job", "sampler=rw", cwd=tmp_path)
+    kam = ckam_bench("--cfg", "job", "sampler=kam", "kernel=gaussian", cwd=tmp_path)
+    assert rw.returncode == 0 and kam.returncode == 0
+    assert "\nkernel:" not in "\n" + rw.stdout and "hydra:" not in rw.stdout
+    assert "\nkernel:" in "\n" + kam.stdout and "Gaussian" in kam.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kernel_for_a_sampler_without_one_is_refused(tmp_path):
+    proc = ckam_bench("sampler=rw", "kernel=gaussian", f"hydra.run.dir={tmp_path}/run",
+                      cwd=tmp_path)
+    assert proc.returncode == 2 and "kernel: sampler rw uses no kernel" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_config_hash_covers_the_loop_mode(monkeypatch):
+    from hydra import compose, initialize_config_module
+
+    from ckam_bench import jit
+    from ckam_bench.cli import config_hash
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["sampler=rw"])
+    monkeypatch.setenv(jit.ENV, "1")
+    compiled = config_hash(cfg)
+    monkeypatch.setenv(jit.ENV, "0")
+    assert config_hash(cfg) != compiled

@@ -58,6 +58,7 @@ BAD_VALUES = [
     "metrics.samples_capacity=100000000000", "budget.max_iterations=0",
     "'sampler.step_size=${eval:1+1}'", "'sampler.step_size=${oc.env:NO_SUCH_VARIABLE}'",
     "checkpoint.on=grad", "checkpoint.on=parsecs", "budget.clock=sundial",
+    "sampler=ckam sampler.subsample_size=1000000000",
 ]
 
 
@@ -65,11 +66,11 @@ BAD_VALUES = [
 def test_config_error_creates_nothing_and_keeps_user_files(tmp_path, bad):
     demo = user_folder(tmp_path / "demo")
     before = tree(tmp_path)
-    proc = cli(*RW, bad.strip("'"), f"hydra.run.dir={demo}", cwd=tmp_path)
+    proc = cli(*RW, *bad.strip("'").split(" "), f"hydra.run.dir={demo}", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    key = bad.strip("'").split("=")[0]
+    key = bad.strip("'").split(" ")[-1].split("=")[0]
     assert key.split(".")[-1] in lines[0] or key in lines[0], lines[0]
     assert tree(tmp_path) == before
 

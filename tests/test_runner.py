@@ -200,3 +200,88 @@ def test_failure_marks_status_failed(tmp_path):
     status = json.loads((tmp_path / store.STATUS).read_text())
     assert status["state"] == "failed" and "boom" in status["reason"]
     assert status["totals"]["iterations"] > 100
+
+
+def _cli_trace(tmp_path, name, *overrides):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / name
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "target=gmm2d", "progress=false",
+                           f"hydra.run.dir={out}", *overrides], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    return pd.read_parquet(out / store.TRACE), json.loads((out / store.STATUS).read_text())
+
+
+@pytest.mark.parametrize("unit, column, budget", [("iterations", "iterations", "max_iterations"),
+                                                  ("density", "n_density", "max_density")])
+def test_equal_cost_checkpoints_land_on_the_same_x(tmp_path, unit, column, budget):
+    """Two samplers of different speed checkpointed on a cost axis share their x values."""
+    args = ["budget.seconds=60", f"budget.{budget}=200000", f"checkpoint.on={unit}",
+            "checkpoint.first=1000", "checkpoint.per_decade=4", "checkpoint.every=50000"]
+    rw, _ = _cli_trace(tmp_path, "rw", "sampler=rw", *args)
+    kam, status = _cli_trace(tmp_path, "kam", "sampler=kam", *args)
+    assert status["checkpoint_unit"] == unit and status["reason"] == budget
+    assert rw[column].tolist() == kam[column].tolist()
+    logs = np.ceil(1000 * 10 ** (np.arange(10) / 4)).astype(int).tolist()
+    expected = sorted({*logs, 50000, 100000, 150000, 200000})  # + the final checkpoint
+    assert rw[column].tolist() == expected
+
+
+def test_cost_axis_needs_a_budget_in_that_unit(tmp_path):
+    from hydra import compose, initialize_config_module
+
+    from ckam_bench.cli import build
+    from ckam_bench.validate import ConfigError
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["sampler=rw", "checkpoint.on=grad"])
+    with pytest.raises(ConfigError, match="budget.max_grad"):
+        build(cfg, {"run_id": "r", "sampler": "rw", "target": "t", "kernel": "k", "seed": 0},
+              tmp_path)
+
+
+def test_both_clocks_are_recorded(tmp_path):
+    trace, status = _cli_trace(tmp_path, "cpu", "sampler=rw", "budget.seconds=0.5",
+                               "budget.clock=cpu")
+    assert status["budget"]["clock"] == "cpu"
+    assert (trace.sampler_seconds == trace.sampler_cpu_seconds).all()
+    assert (trace.sampler_wall_seconds > 0).all()
+    assert 0.5 <= status["totals"]["sampler_cpu_seconds"] < 1.0
+    assert "contended" in status and 0 < status["cpu_share"] <= 1.2
+
+
+@pytest.mark.slow
+def test_cpu_clock_is_not_inflated_by_a_competing_process(tmp_path):
+    """With budget.clock=cpu a run does about the same work whether or not busy processes
+    compete for the cores; with the wall clock the contended run does markedly less and is
+    marked contended. (A property of the clock, with generous tolerances.)"""
+    import multiprocessing as mp
+    import os
+
+    def busy(stop):
+        while not stop.is_set():
+            sum(i * i for i in range(10000))
+
+    args = ["sampler=rw", "budget.seconds=2", "checkpoint.first=0.5"]
+    _, idle = _cli_trace(tmp_path, "idle", *args, "budget.clock=cpu")
+    ctx = mp.get_context("fork")
+    stop = ctx.Event()
+    hogs = [ctx.Process(target=busy, args=(stop,)) for _ in range(2 * (os.cpu_count() or 1))]
+    for h in hogs:
+        h.start()
+    try:
+        _, cpu = _cli_trace(tmp_path, "cpu", *args, "budget.clock=cpu")
+        _, wall = _cli_trace(tmp_path, "wall", *args, "budget.clock=wall")
+    finally:
+        stop.set()
+        for h in hogs:
+            h.join()
+    ratio = cpu["totals"]["iterations"] / idle["totals"]["iterations"]
+    assert 0.6 < ratio < 1.6, ratio
+    assert cpu["totals"]["sampler_wall_seconds"] > 1.3 * cpu["totals"]["sampler_cpu_seconds"]
+    assert wall["contended"] and wall["cpu_share"] < 0.8

@@ -149,6 +149,8 @@ class Sampler:
     name: str = "sampler"
     phases: tuple[str, ...] = ("sampling",)
     kernel = None
+    multi_chain: bool = False
+    """True for samplers that run several chains and collect the target chain only."""
 
     def init(self, target: Target, x0, rng: np.random.Generator):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement init")

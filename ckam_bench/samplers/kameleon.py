@@ -167,9 +167,17 @@ class CyclicalKAMState(KAMState):
 
 
 # ---------------------------------------------------------------------------------- helpers
-def _count(name: str, value, minimum: int) -> int:
+# Upper bounds on sizes that allocate: a subsample of M points costs O(M d) memory and O(M d)
+# work per step (O(M² d) at a cKAM transition); a history reservoir O(H d) memory.
+MAX_SUBSAMPLE = 100_000
+MAX_HISTORY = 10_000_000
+
+
+def _count(name: str, value, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or float(value) != int(float(value)) or int(value) < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and int(value) > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {int(value):,}")
     return int(value)
 
 
@@ -318,7 +326,7 @@ class _Kameleon(Sampler):
         if not (math.isfinite(step_size) and step_size > 0):
             raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
         self.step_size = step_size
-        self.subsample_size = _count("subsample_size", subsample_size, 2)
+        self.subsample_size = _count("subsample_size", subsample_size, 2, MAX_SUBSAMPLE)
         self.adaptation = _check_schedule("adaptation", adaptation, "update")
         self.noise = _check_schedule("noise", noise)
         if not float(noise(0)) > 0:
@@ -486,7 +494,7 @@ class KAM(_Kameleon):
                  subsample_prob, burnin: int = 0, history_size: int = 5000):
         self._setup(kernel, step_size, subsample_size, adaptation, noise, subsample_prob)
         self.burnin = _count("burnin", burnin, 0)
-        self.history_size = _count("history_size", history_size, self.subsample_size)
+        self.history_size = _count("history_size", history_size, self.subsample_size, MAX_HISTORY)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> KAMState:
         return self._new_state(KAMState, target, x0, rng, self.history_size)

@@ -1,0 +1,182 @@
+"""What ckam-bench offers, from the command line: ``--help``, ``list`` and ``--version``.
+
+``ckam-bench list`` reads the config groups on Hydra's search path (so out-of-tree plugins
+appear with the built-in options) and prints every sampler, target, kernel, schedule and
+experiment with a one-line description — the YAML's leading comment, else the first line of
+its class's docstring — and what it can do: a target's dimension, gradient, exact draws and
+noisy (pseudo-marginal) density; a sampler's need for a gradient and whether it runs several
+chains. An entry that cannot be built is listed with its error instead of stopping the list.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+
+import ckam_bench
+
+GROUPS = ("sampler", "target", "kernel", "schedule", "experiment")
+
+HELP = """\
+ckam-bench {version} — budgeted benchmarks of adaptive MCMC samplers
+
+Usage
+  ckam-bench [GROUP=OPTION ...] [KEY=VALUE ...]      one run (Hydra overrides)
+  ckam-bench -m GROUP=A,B KEY=1,2 ...                 a sweep (every combination)
+  ckam-bench list                                     samplers, targets, kernels, schedules,
+                                                      experiments, with what they can do
+  ckam-bench --cfg job [overrides]                    print the composed run config
+  ckam-bench --version | --help | --hydra-help
+
+Config groups (ckam-bench list shows every option)
+  sampler=rw|am|rbam|gam|kam|ckam|mala|hmc|nuts|...  the sampler and its hyperparameters
+  target=bimodal|gmm2d|gmm32|logistic_german|...     the distribution
+  kernel=matern|gaussian|linear                       the kernel of kam / ckam
+  experiment=paper_bimodal|gad_neal|...               a paper's settings for every sampler
+  budget.seconds=30 budget.clock=wall|cpu             sampler-time budget and its clock
+  budget.max_iterations|max_density|max_grad=N        budgets in counted units
+  checkpoint.on=seconds|iterations|density|grad       the axis checkpoints are placed on
+  seed=0  start=[x,...]  progress=auto|true|false
+  hydra.run.dir=DIR  hydra.sweep.dir=DIR              where runs are written (re-run to resume)
+  hydra/launcher=joblib|slurm                         run a sweep on local cores or SLURM
+
+Examples
+  ckam-bench sampler=ckam target=bimodal budget.seconds=60
+  ckam-bench -m sampler=rw,am,gam,kam,ckam target=gmm2d seed=0,1,2,3,4
+  ckam-bench -m experiment=paper_bimodal sampler=rw,am,rbam,gam,kam,ckam seed=0,1,2,3,4
+
+Other commands
+  ckam-bench-figures RESULTS --out DIR     figures, tables, ranking and an HTML report
+  ckam-bench-check sampler=... target=...  stationarity check (chains started from pi)
+  ckam-bench-reference target=...          certified reference sample of a target
+
+Exit codes: 0 done or skipped, 1 failure while running, 2 invalid configuration or refused
+folder, 130 interrupted (resume by running the same command again).
+"""
+
+
+def print_help() -> None:
+    print(HELP.format(version=ckam_bench.__version__), end="")
+
+
+def print_version() -> None:
+    print(f"ckam-bench {ckam_bench.__version__}")
+
+
+def _first_line(text: str | None) -> str:
+    return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+
+
+def _yaml_comment(group: str, name: str) -> str:
+    """The leading comment of a shipped YAML (the config's own description)."""
+    from importlib import resources
+
+    try:
+        text = (resources.files("ckam_bench.conf") / group / f"{name}.yaml").read_text()
+    except (FileNotFoundError, OSError):
+        return ""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# ").rstrip())
+    summary = re.sub(r"@package \S+\s*", "", " ".join(lines)).strip()
+    first = re.split(r"(?<=[a-z0-9)])\. (?=[A-Z])", summary, maxsplit=1)[0]
+    return first if len(first) <= 110 else first[:109].rsplit(" ", 1)[0] + " …"
+
+
+def _describe(node) -> str:
+    from hydra.utils import get_object
+
+    target = node.get("_target_") if hasattr(node, "get") else None
+    if not target:
+        return ""
+    try:
+        return _first_line(inspect.getdoc(get_object(target)))
+    except Exception:  # an entry that cannot be imported is still listed
+        return ""
+
+
+class _NoGradient:
+    """A one-dimensional target without a gradient: samplers that need one decline it."""
+
+    def __init__(self):
+        from ckam_bench.targets.base import Target
+
+        class Flat(Target):
+            name = "no-gradient"
+
+            def _log_density(self, x):
+                return -0.5 * float(x @ x)
+
+        self.target = Flat(1)
+
+
+def _target_caps(cfg) -> str:
+    from hydra.utils import instantiate
+
+    t = instantiate(cfg.target)
+    caps = [f"d={t.dim}", "gradient" if t.has_gradient else "no gradient"]
+    if t.has_exact_sampler:
+        caps.append("exact draws")
+    if t.noisy:
+        caps.append("noisy")
+    return ", ".join(caps)
+
+
+def _sampler_caps(cfg) -> str:
+    from hydra.utils import instantiate
+
+    s = instantiate(cfg.sampler)
+    skip, _ = s.skip(_NoGradient().target)
+    caps = ["needs a gradient" if skip else "gradient-free"]
+    if getattr(s, "multi_chain", False):
+        caps.append("multi-chain")
+    if getattr(s, "kernel", None) is not None:
+        caps.append("kernel")
+    adaptation = s.describe().get("adaptation")
+    if adaptation:
+        caps.append(f"adaptation: {adaptation}")
+    return ", ".join(caps)
+
+
+def entries(group: str) -> list[tuple[str, str, str]]:
+    """(option, description, capabilities) for every option of a config group."""
+    from hydra import compose
+    from hydra.core.global_hydra import GlobalHydra
+
+    loader = GlobalHydra.instance().config_loader()
+    rows = []
+    for name in loader.get_group_options(group):
+        desc, caps = _yaml_comment(group, name), ""
+        try:
+            if group in ("sampler", "target"):
+                cfg = compose("config", overrides=[f"{group}={name}"])
+                desc = desc or _describe(cfg[group])
+                caps = (_target_caps if group == "target" else _sampler_caps)(cfg)
+            elif group == "kernel":
+                cfg = compose("config", overrides=["sampler=kam", f"kernel={name}"])
+                desc = desc or _describe(cfg.kernel)
+        except Exception as exc:  # show the problem in its row, go on with the others
+            caps = f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        rows.append((name, desc, caps))
+    return rows
+
+
+def print_list(groups=GROUPS, out=sys.stdout) -> None:
+    import warnings
+
+    from hydra import initialize_config_module
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+            for group in groups:
+                rows = entries(group)
+                print(f"{group} ({len(rows)})", file=out)
+                width = max((len(r[0]) for r in rows), default=0)
+                for name, desc, caps in rows:
+                    tail = f"  [{caps}]" if caps else ""
+                    print(f"  {name:<{width}}  {desc}{tail}", file=out)
+                print(file=out)
