@@ -12,8 +12,9 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
   (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
 * the run inventory: one row per loaded run (target, group, sampler, seed, state, budget,
   iterations, sampler seconds, adaptation, config hash, start and update times, package
-  version, folder), whether it was used or left out as a duplicate seed, and per group the
-  full configuration and provenance (package versions, platform) in a collapsible block;
+  version, git commit, compiled or Python loops, host, folder), whether it was used or left
+  out as a duplicate seed, and per group the full configuration and the provenance of
+  ``status.json`` (package versions, CPU, platform, load) in a collapsible block;
 * what was not used: skipped runs and figures that were not rendered, with the reason.
 
 Every table with class ``sortable`` sorts on a click on a column header (numbers by value,
@@ -151,7 +152,11 @@ def _inventory(results: Results) -> str:
             for d, k in group.duplicates]
         for run, use in sorted(members, key=lambda m: (m[0].seed, str(m[0].path))):
             status = run.status
-            versions = status.get("versions") or {}
+            prov = status.get("provenance") or {}
+            versions = prov.get("versions") or status.get("versions") or {}
+            commit = prov.get("git_commit")
+            source = (f"{commit[:10]}{' (dirty)' if prov.get('git_dirty') else ''}"
+                      if commit else "")
             totals = status.get("totals") or {}
             budget = status.get("budget") or {}
             mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
@@ -161,14 +166,16 @@ def _inventory(results: Results) -> str:
                      totals.get("iterations", run.iterations),
                      f"{float(totals.get('sampler_seconds', run.sampler_seconds)):.3g}", mark,
                      str(status.get("config_hash", ""))[:12], status.get("started", ""),
-                     status.get("updated", ""), versions.get("ckam_bench", ""), run.path]
+                     status.get("updated", ""),
+                     versions.get("ckam-bench") or versions.get("ckam_bench") or "", source,
+                     prov.get("loops", ""), prov.get("hostname", ""), run.path]
             cls = ' class="left-out"' if id(run) not in used else ""
             cls = ' class="warn"' if run.adaptation == "non-diminishing" and not cls else cls
             rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
         first = group.runs[0]
         provenance = {k: v for k, v in first.status.items()
-                      if k in ("versions", "sampler_info", "metrics_unsupported", "contended",
-                               "checkpoint_unit", "phases", "dim")}
+                      if k in ("provenance", "versions", "sampler_info", "metrics_unsupported",
+                               "contended", "checkpoint_unit", "phases", "dim")}
         settings = "\n".join(f"{k}: {json.dumps(v, default=str)}"
                              for k, v in sorted(group.settings.items()))
         blocks.append(f"<details><summary>{esc(group.target)} · {esc(group.label)} "
@@ -178,7 +185,7 @@ def _inventory(results: Results) -> str:
                       "</details>")
     header = ["target", "group", "sampler", "seed", "state", "stop reason", "use", "budget",
               "iterations", "sampler s", "adaptation", "config hash", "started", "updated",
-              "ckam-bench", "folder"]
+              "ckam-bench", "git commit", "loops", "host", "folder"]
     return ('<div class="scroll"><table class="sortable" id="inventory"><thead><tr>'
             + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>"
             + "\n".join(rows) + "</tbody></table></div>"
