@@ -304,15 +304,17 @@ def test_hyperparameter_table_has_the_configured_values(results):
     assert r"\begin{tabular}" in tex and r"$\to$" in tex and "ckam [matern, 20 s]" in tex
 
 
-def test_hyperparameters_that_differ_between_seeds_say_varies(tmp_path):
+def test_hyperparameters_that_differ_between_seeds_get_a_row_each(tmp_path):
+    # (before configuration groups these two runs shared one row saying "varies (0.1 / 0.01)")
     for seed, value in ((0, 0.1), (1, 0.01)):
         node = sampler_cfg("am")
         node["rate"]["value"] = value
         make_run(tmp_path, "gmm2d", "am", seed=seed, sampler_node=node)
     table = tables.hyperparameter_table(agg.load_results(tmp_path), "gmm2d")
-    row = dict(zip(table.header, table.rows[0]))
-    assert row["RM step size η"] == "varies (0.1 / 0.01)"
-    assert row["(initial) step size ν"] == "1.683"
+    rows = {row[0]: dict(zip(table.header, row)) for row in table.rows}
+    assert rows["am [rate.value=0.01]"]["RM step size η"] == "0.01"
+    assert rows["am [rate.value=0.1]"]["RM step size η"] == "0.1"
+    assert rows["am [rate.value=0.1]"]["(initial) step size ν"] == "1.683"
     assert table.title.startswith("Table 2.")
 
 
@@ -394,7 +396,7 @@ def test_cli_reports_bad_runs_and_renders_the_rest(tmp_path, capsys):
     (root / "notes.txt").write_text("not a run")
     out = tmp_path / "figs"
     code = figures_main([str(root), "--out", str(out), "--figures", "1,3,9,10,12",
-                         "--formats", "png,pdf"])
+                         "--generic", "none", "--formats", "png,pdf"])
     printed = capsys.readouterr().out
     assert code == 0
     assert f"skipped {corrupt}: trace.parquet unreadable" in printed

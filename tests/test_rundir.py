@@ -400,4 +400,5 @@ def test_invalid_sweep_job_leaves_no_folder(tmp_path):
     assert proc.returncode == 2 and "1 job(s)" in proc.stderr
     assert len(store.find_runs(sweep)) == 1
     names = sorted(p.name for p in sweep.iterdir())
-    assert names == [store.find_runs(sweep)[0].name, "multirun.yaml"]  # no folder for job 1
+    # no folder for job 1 (report/: the sweep's report, ckam_bench/report/callback.py)
+    assert names == [store.find_runs(sweep)[0].name, "multirun.yaml", "report"]

@@ -3,22 +3,30 @@
 * :mod:`~ckam_bench.report.aggregate` — load run folders back (:func:`load_results`) and
   aggregate traces over seeds on a common grid (``aggregate.common_grid``,
   ``aggregate.aggregate``, ``aggregate.final_rows``);
+  and group runs by full configuration, each seed once (``Results.groups``, ``group_runs``);
 * :mod:`~ckam_bench.report.figures` — the cKAM paper's Figures 1–14, one function each, and
   :func:`render` to save one;
+* :mod:`~ckam_bench.report.generic` — figures for any target (metrics against every x axis,
+  marginals, pairwise projections, per-iteration diagnostics);
 * :mod:`~ckam_bench.report.tables` — Tables 1–3 (hyperparameters as run) and results tables,
   as markdown and LaTeX (:func:`all_tables`);
-* :mod:`~ckam_bench.report.cli` — the ``ckam-bench-figures`` command and ``report.md``.
+* :mod:`~ckam_bench.report.ranking` — the ranking per target and the cost to accuracy;
+* :mod:`~ckam_bench.report.html` — the self-contained ``report.html``;
+* :mod:`~ckam_bench.report.cli` — the ``ckam-bench-figures`` command (``build_report``);
+* :mod:`~ckam_bench.report.callback` — the end-of-sweep report (a Hydra callback).
 
 The submodule names are not shadowed: ``ckam_bench.report.aggregate`` is the module, its
 function is ``ckam_bench.report.aggregate.aggregate``.
 """
 
 from ckam_bench.report.aggregate import (
+    Group,
     Results,
     Skipped,
     StoredRun,
     common_grid,
     final_rows,
+    group_runs,
     load_results,
     step_values,
 )
@@ -27,6 +35,7 @@ from ckam_bench.report.tables import Table, all_tables, hyperparameter_table, re
 
 __all__ = [
     "FIGURES",
+    "Group",
     "NotSupported",
     "Rendered",
     "Results",
@@ -37,6 +46,7 @@ __all__ = [
     "all_tables",
     "common_grid",
     "final_rows",
+    "group_runs",
     "hyperparameter_table",
     "load_results",
     "render",

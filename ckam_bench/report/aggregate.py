@@ -143,10 +143,14 @@ class StoredRun:
 
         From the stored config when there is one (every leaf except ``seed``, ``progress`` and
         Hydra's own settings), plus the group choices ``choice.sampler``, ``choice.target``,
-        ``choice.kernel``, ``preset``; from ``status.json`` (sampler, kernel, budget) otherwise.
+        ``choice.kernel``, ``preset`` and the loop mode (``loops``: compiled or Python, from
+        the status's provenance); from ``status.json`` (sampler, kernel, budget) otherwise.
         """
         flat = {"choice.sampler": self.sampler, "choice.target": self.target,
                 "choice.kernel": self.kernel, "preset": self.experiment}
+        loops = (self.status.get("provenance") or {}).get("loops")
+        if loops is not None:  # compiled or Python loops: part of the run's config hash
+            flat["loops"] = loops
         if self.config:
             node = {k: v for k, v in self.config.items() if k not in IDENTITY_EXCLUDE}
             flat.update(flatten(node))

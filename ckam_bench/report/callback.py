@@ -4,16 +4,22 @@
 ``conf/config.yaml``). When a multirun ends — all jobs done, with the local, joblib or
 submitit (SLURM) launcher alike, since its ``on_multirun_end`` runs in the submitting process
 — it loads the runs under the sweep folder, writes ``SWEEP_DIR/report/`` with
-:func:`ckam_bench.report.cli.build_report` (generic figures as PNG, tables, ``report.md``,
-``report.html``) and prints the HTML report's path and each target's ranking table. Any
-failure is reported in one line and never changes the sweep's exit status.
+:func:`ckam_bench.report.cli.build_report` (tables, ``report.md``, ``report.html`` with the
+run inventory and validity marks; with ``figures=true`` also the generic figures of every
+target) and prints the HTML report's path, each target's ranking table and the command that
+renders every figure. A sweep whose runs are those the existing report shows (e.g. a re-run
+whose jobs were all already complete or refused) leaves the report as it is, so such a sweep
+changes nothing on disk. Any failure is reported in one line and never changes the sweep's
+exit status.
 
-Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (false: tables and reports only,
-faster for large sweeps), ``folder`` (the report's sub-folder of the sweep folder).
+Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (default false: the figures take
+tens of seconds per target, more than a short sweep itself), ``folder`` (the report's
+sub-folder of the sweep folder).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -24,7 +30,7 @@ from omegaconf import DictConfig
 class SweepReport(Callback):
     """Hydra callback: the report of a sweep, rendered when the sweep ends."""
 
-    def __init__(self, figures: bool = True, folder: str = "report"):
+    def __init__(self, figures: bool = False, folder: str = "report"):
         self.figures = bool(figures)
         self.folder = str(folder)
 
@@ -38,22 +44,33 @@ class SweepReport(Callback):
 
     def report(self, sweep_dir: Path):
         """Build the report of the runs under ``sweep_dir``; returns it (None: no runs)."""
-        from ckam_bench.report import generic
+        # arviz-base logs its plotting-backend choice at INFO on import; Hydra's logging would
+        # print it between the sweep's lines
+        logging.getLogger("arviz").setLevel(logging.WARNING)
+        from ckam_bench.report import generic, html, ranking
         from ckam_bench.report.aggregate import load_results
-        from ckam_bench.report.cli import build_report
+        from ckam_bench.report.cli import Report, build_report
 
         results = load_results(sweep_dir)
         if not results.runs:
             print(f"ckam-bench: sweep report: no complete run under {sweep_dir}",
                   file=sys.stderr)
             return None
-        kinds = list(generic.GENERIC) if self.figures else []
-        report = build_report(results, sweep_dir / self.folder, kinds=kinds, formats=("png",),
-                              log=lambda line: None)
+        out = sweep_dir / self.folder
+        page = out / "report.html"
+        if page.exists() and html.fingerprint_meta(results) in page.read_text(errors="replace"):
+            report = Report(results, rankings=ranking.ranking_tables(results),
+                            markdown=out / "report.md", html=page)
+        else:
+            kinds = list(generic.GENERIC) if self.figures else []
+            report = build_report(results, out, kinds=kinds, formats=("png",),
+                                  log=lambda line: None)
         lines = [f"ckam-bench: sweep report: {report.html}",
                  f"  ({len(results.runs)} runs in {len(results.groups())} configuration groups"
                  f"{f', {len(results.skipped)} skipped' if results.skipped else ''}; "
-                 f"markdown: {report.markdown})", ""]
+                 f"markdown: {report.markdown})",
+                 f"  every figure: ckam-bench-figures {sweep_dir} --out {sweep_dir / 'figures'}",
+                 ""]
         lines += [table.markdown() for table in report.rankings]
         print("\n".join(lines), flush=True)
         return report

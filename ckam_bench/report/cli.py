@@ -1,14 +1,27 @@
 """Command-line entry point ``ckam-bench-figures``: figures, tables and a report from stored runs.
 
-    ckam-bench-figures RESULTS_DIR --out OUT_DIR [--figures 1,3,10] [--targets bimodal,gmm2d]
+    ckam-bench-figures RESULTS_DIR --out OUT_DIR [--figures 1,3,10|all|none]
+        [--generic metrics,marginals,pairs,diagnostics|all|none] [--targets bimodal,gmm2d]
         [--x sampler_seconds|iterations|n_density|n_grad|wall_seconds] [--band 10,90]
         [--formats png,pdf] [--include-incomplete]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
-each requested figure the runs support (:mod:`ckam_bench.report.figures`; the others get a
-one-line note), writes the tables (:mod:`ckam_bench.report.tables`) as markdown and LaTeX, and
-``OUT_DIR/report.md`` embedding every PNG with its caption, every table, the figures that
-were not rendered and the runs that were skipped (one line each: path and reason).
+each requested paper figure the runs support (:mod:`ckam_bench.report.figures`), the generic
+figures of every target (:mod:`ckam_bench.report.generic`) and the figures of every source in
+:data:`FIGURE_SOURCES` (the others get a one-line note), writes the tables of
+:data:`TABLE_SOURCES` (hyperparameters as run, results, the ranking per target) as markdown and
+LaTeX, ``OUT_DIR/report.md`` (PNGs by relative path) and the self-contained
+``OUT_DIR/report.html`` (:mod:`ckam_bench.report.html`: figures embedded, sortable tables,
+run inventory, validity marks, what was skipped and why). :func:`build_report` does all of
+it and is what the end-of-sweep callback (:mod:`ckam_bench.report.callback`) calls.
+
+Other modules add figures or tables with one line each (no other change here)::
+
+    FIGURE_SOURCES["kamh"] = paper_kamh.figures   # f(results, settings) -> list[Drawn]
+    TABLE_SOURCES["kamh"] = paper_kamh.tables     # f(results) -> list[Table]
+
+A figure source raises :class:`~ckam_bench.report.figures.NotSupported` (one-line reason)
+when the runs cannot support it.
 
 Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run under
 RESULTS_DIR; 2 bad arguments.
@@ -21,18 +34,32 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckam_bench.report import figures, tables, validity
+from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, ranking,
+                               tables)
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
 FORMATS = ("png", "pdf", "svg")
 
+# Sources of figures and tables beyond the paper's numbered figures and the generic ones.
+FIGURE_SOURCES: dict[str, Callable] = {}
+TABLE_SOURCES: dict[str, Callable] = {"tables": tables.all_tables,
+                                      "ranking": ranking.ranking_tables}
+FIGURE_SOURCES["gradient"] = paper_gradient.figures  # Titsias & Dellaportas: Figs 2-6
+TABLE_SOURCES["gradient"] = paper_gradient.tables  # Titsias & Dellaportas: Tables 1-7
+FIGURE_SOURCES["divergence"] = paper_divergence.figures  # Dharamshi et al.: Figs 7-9, 12
+TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Tables 1-4
+
 
 def _int_list(text: str) -> list[int]:
     if text.strip().lower() == "all":
         return sorted(figures.FIGURES)
+    if text.strip().lower() == "none":
+        return []
     try:
         numbers = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -48,6 +75,17 @@ def _names(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
         raise argparse.ArgumentTypeError("expected a comma-separated list of names")
+    return names
+
+
+def _generic(text: str) -> list[str]:
+    if text.strip().lower() in ("all", "none"):
+        return list(generic.GENERIC) if text.strip().lower() == "all" else []
+    names = _names(text)
+    unknown = [n for n in names if n not in generic.GENERIC]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown generic figure(s) {', '.join(unknown)}; "
+                                         f"choose from {', '.join(generic.GENERIC)}")
     return names
 
 
@@ -73,35 +111,109 @@ def _formats(text: str) -> tuple[str, ...]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ckam-bench-figures",
-        description="Render the cKAM paper's figures and tables from stored ckam-bench runs.")
+        description="Figures, tables, a ranking and a self-contained HTML report from stored "
+                    "ckam-bench runs.")
     p.add_argument("results", type=Path, help="folder holding run folders (searched recursively)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
     p.add_argument("--figures", type=_int_list, default=sorted(figures.FIGURES),
-                   help="comma-separated figure numbers (1-14) or 'all' (default: all)")
+                   help="the cKAM paper's figures: comma-separated numbers (1-14), 'all' "
+                        "(default) or 'none'")
+    p.add_argument("--generic", type=_generic, default=list(generic.GENERIC),
+                   help="figures for every target: comma-separated among "
+                        f"{', '.join(generic.GENERIC)}, 'all' (default) or 'none'")
     p.add_argument("--targets", type=_names, default=None,
                    help="comma-separated targets to use (default: every target)")
     p.add_argument("--x", choices=X_CHOICES, default="sampler_seconds",
-                   help="x-axis of the metric-vs-x figures (default: sampler_seconds)")
+                   help="x-axis of the paper's metric-vs-x figures (default: sampler_seconds; "
+                        "the generic figures show every axis)")
     p.add_argument("--band", type=_band, default=(10.0, 90.0),
                    help="percentiles of the band over seeds (default: 10,90)")
     p.add_argument("--formats", type=_formats, default=("png", "pdf"),
-                   help="figure formats (default: png,pdf)")
+                   help="figure formats (default: png,pdf; the HTML report embeds the PNGs, so "
+                        "png is always written)")
     p.add_argument("--include-incomplete", action="store_true",
                    help="use interrupted/failed runs up to their last checkpoint")
     return p
 
 
-def _unwritable(out: Path) -> str | None:
-    """Why figures cannot be written into ``out`` (None when they can); checked before any
-    figure is drawn, so a read-only folder is one line, not a traceback after the work."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".ckam-write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
+@dataclass
+class Report:
+    """What :func:`build_report` wrote."""
+
+    results: Results
+    rendered: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    rankings: list = field(default_factory=list)
+    markdown: Path | None = None
+    html: Path | None = None
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"failed: {type(exc).__name__}: {text}"
+
+
+def build_report(results: Results, out: Path, settings: figures.Settings = figures.Settings(),
+                 paper: list[int] = (), kinds: list[str] = tuple(generic.GENERIC),
+                 formats: tuple[str, ...] = ("png",), log=print) -> Report:
+    """Render figures and tables from ``results`` into ``out`` and write both reports.
+
+    ``paper``: the paper's figure numbers; ``kinds``: the generic figures (names of
+    :data:`ckam_bench.report.generic.GENERIC`) drawn for every target; every source of
+    :data:`FIGURE_SOURCES` and :data:`TABLE_SOURCES` is used. ``log`` gets one line per
+    figure, table and note. A figure that fails is noted, never fatal.
+    """
+    out = Path(out)
+    formats = tuple(dict.fromkeys(("png", *formats)))
+    report = Report(results)
+
+    def note(name, why):
+        report.notes.append((name, why))
+        log(f"{name[0].lower()}{name[1:]}: skipped ({why})")
+
+    for number in paper:
+        try:
+            fig = figures.render(number, results, out, settings, formats)
+        except figures.NotSupported as why:
+            note(f"Figure {number}", str(why))
+            continue
+        except Exception as exc:  # one broken figure must not stop the others
+            note(f"Figure {number}", _one_line(exc))
+            continue
+        report.rendered.append(fig)
+        log(f"figure {number}: " + ", ".join(str(p) for p in fig.paths))
+    sources = {f"{target}: {kind}": (lambda r, s, t=target, k=kind: generic.GENERIC[k](r, s, t))
+               for target in results.targets for kind in kinds}
+    sources.update(FIGURE_SOURCES)
+    for name, source in sources.items():
+        try:
+            drawn = source(results, settings)
+        except figures.NotSupported as why:
+            note(name, str(why))
+            continue
+        except Exception as exc:  # one broken source must not stop the others
+            note(name, _one_line(exc))
+            continue
+        for item in drawn:
+            fig = item.save(out, formats)
+            report.rendered.append(fig)
+            log(f"figure {fig.title}: {fig.paths[0]}")
+    for name, source in TABLE_SOURCES.items():
+        try:
+            made = source(results)
+        except Exception as exc:  # one broken table must not stop the report
+            note(f"tables {name}", _one_line(exc))
+            continue
+        for table in made:
+            table.write(out)
+            (report.rankings if name == "ranking" else report.tables).append(table)
+            log(f"table: {out / table.stem}.md, .tex")
+    report.markdown = write_report(out, results, report.rendered, report.notes,
+                                   report.rankings + report.tables, settings)
+    report.html = html.write_html(out, results, report.rendered, report.notes, report.tables,
+                                  report.rankings, settings)
+    return report
 
 
 def _unwritable(out: Path) -> str | None:
@@ -126,10 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"ckam-bench-figures: cannot write to {args.out}: {problem}", file=sys.stderr)
         return 1
-    problem = _unwritable(args.out)
-    if problem:
-        print(f"ckam-bench-figures: cannot write to {args.out}: {problem}", file=sys.stderr)
-        return 1
     results = load_results(args.results, include_incomplete=args.include_incomplete,
                            targets=args.targets)
     for item in results.skipped:
@@ -140,31 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ckam-bench-figures: no usable runs{which} under {args.results}{found}",
               file=sys.stderr)
         return 1
-    print(f"loaded {len(results.runs)} runs from {args.results}")
+    print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration groups "
+          f"from {args.results}")
     settings = figures.Settings(x=args.x, band=args.band)
-    rendered, notes = [], []
-    for number in args.figures:
-        try:
-            fig = figures.render(number, results, args.out, settings, args.formats)
-        except figures.NotSupported as why:
-            notes.append((number, str(why)))
-            print(f"figure {number}: skipped ({why})")
-            continue
-        except Exception as exc:  # one broken figure must not stop the others
-            reason = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            notes.append((number, reason))
-            print(f"figure {number}: {reason}")
-            continue
-        rendered.append(fig)
-        print(f"figure {number}: " + ", ".join(str(p) for p in fig.paths))
-    written = []
-    for table in tables.all_tables(results):
-        table.write(args.out)
-        written.append(table)
-        print(f"table: {args.out / table.stem}.md, .tex")
-    report = write_report(args.out, results, rendered, notes, written, settings)
-    validity.append_to_report(report, args.results, args.out, args.formats)
-    print(f"report: {report}")
+    report = build_report(results, args.out, settings, args.figures, args.generic,
+                          args.formats)
+    print(f"report: {report.markdown}")
+    print(f"html report: {report.html}")
     return 0
 
 
@@ -176,26 +266,27 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
     lines = ["# ckam-bench report", "",
              f"Runs from `{results.root}`: {len(results.runs)} used, "
              f"{len(results.skipped)} skipped or partly used. x-axis: {settings.x_label}; "
-             f"bands: {settings.band_text} over seeds.", "",
-             "## Runs", "", "| target | sampler | kernel | runs | seeds | states |",
+             f"bands: {settings.band_text} over seeds. The self-contained version of this "
+             "report (figures embedded, sortable tables, run inventory) is report.html.", "",
+             "## Runs", "", "One row per configuration group (full configuration, each seed "
+             "once).", "", "| target | sampler | kernel | runs | seeds | states |",
              "|---|---|---|---|---|---|"]
-    samplers = figures.sampler_order(r.sampler for r in results.runs)
-    order = {name: i for i, name in enumerate(samplers)}
-    groups = {(r.target, r.sampler, r.kernel) for r in results.runs}
-    for target, sampler, kernel in sorted(groups, key=lambda g: (g[0], order[g[1]], g[2])):
-        runs = results.select(target, sampler, kernel)
-        seeds = ", ".join(str(s) for s in sorted({r.seed for r in runs}))
+    for group in results.groups():
+        runs = group.runs + [d for d, _ in group.duplicates]
+        seeds = ", ".join(str(s) for s in group.seeds)
+        dup = f" ({len(group.duplicates)} duplicate(s) left out)" if group.duplicates else ""
         states = ", ".join(f"{k} {v}" for k, v in sorted(Counter(r.state for r in runs).items()))
-        lines.append(f"| {target} | {sampler} | {kernel} | {len(runs)} | {seeds} | {states} |")
+        lines.append(f"| {group.target} | {group.label} | {group.kernel} | {len(runs)} | "
+                     f"{seeds}{dup} | {states} |")
     lines += ["", "## Figures", ""]
     for fig in rendered:
         names = {p.suffix[1:]: os.path.relpath(p, out) for p in fig.paths}
-        caption = f"Figure {fig.number}. {fig.caption}"
+        title = f"Figure {fig.number}" if fig.number is not None else fig.title
         if "png" in names:
-            lines.append(f"![Figure {fig.number}]({names['png']})")
+            lines.append(f"![{title}]({names['png']})")
             lines.append("")
         links = " · ".join(f"[{fmt.upper()}]({path})" for fmt, path in names.items())
-        lines += [f"*{caption}* ({links})", ""]
+        lines += [f"*{title}. {fig.caption}* ({links})", ""]
     if not rendered:
         lines += ["No figure could be rendered from these runs.", ""]
     lines += ["## Tables", ""]
@@ -203,7 +294,7 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
         lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
     if notes:
         lines += ["## Figures not rendered", ""]
-        lines += [f"- Figure {number}: {why}" for number, why in notes]
+        lines += [f"- {name}: {why}" for name, why in notes]
         lines.append("")
     if results.skipped:
         lines += ["## Skipped runs", ""]

@@ -20,8 +20,9 @@ their seed counts and what was kept apart or left out.
   coordinates: the first, the last and two evenly between), over the target's density (2-D
   targets) or a histogram of exact draws or the reference sample.
 * :func:`diagnostics_figure` — per group (its lowest seed), over iterations: step size, the
-  acceptance rate in a moving window, the phase, and log π of the chain's state when the
-  sampler records it.
+  acceptance rate in a moving window of recorded iterations (every iteration of a run's head,
+  evenly thinned after it), the phase, and log π of the chain's state when the sampler records
+  it.
 """
 
 from __future__ import annotations
@@ -278,9 +279,13 @@ def pair_figures(results: Results, settings: Settings, target: str,
     tgt = _target(groups)
     kind, draws = truth(tgt)
     shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
-    fig, axes = _panels(len(shown) * len(pairs), ncols=len(pairs), width=2.9, height=2.7,
-                        sharex=False)
-    axes = axes.reshape(len(shown), len(pairs))
+    if len(pairs) == 1:  # one pair (2-D): the groups side by side
+        fig, axes = _panels(len(shown), ncols=4, width=3.2, height=3.0, sharex=False)
+        axes = axes.reshape(len(shown), 1)
+    else:
+        fig, axes = _panels(len(shown) * len(pairs), ncols=len(pairs), width=2.9, height=2.7,
+                            sharex=False)
+        axes = axes.reshape(len(shown), len(pairs))
     pooled = [s for runs in samples.values() for s in runs]
     backgrounds = []
     for j, k in pairs:
@@ -354,9 +359,8 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
             if name == "acceptance":
                 acc = diag["accepted"].to_numpy(float) if "accepted" in diag else None
                 if acc is not None and len(acc):
-                    w = max(1, min(window, len(acc)))
-                    y = np.convolve(acc, np.ones(w) / w, mode="same")
-                    ax.plot(it, y, color=c, lw=0.8)
+                    y = pd.Series(acc).rolling(window, min_periods=1, center=True).mean()
+                    ax.plot(it, y.to_numpy(), color=c, lw=0.8)
             elif name == "phase" and "phase" in diag:
                 ax.step(it, diag["phase"].to_numpy(float), where="post", color=c, lw=0.8)
                 names = (diag[["phase", "phase_name"]].drop_duplicates()
@@ -372,8 +376,8 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
         axes[0, col].set_title(f"{g.label}, seed {run.seed}", fontsize="small", loc="left")
         axes[-1, col].set_xlabel("iteration")
     caption = (f"Per-iteration diagnostics on {target}, one column per configuration group "
-               f"(its lowest seed): step size, acceptance rate in a moving window of {window} "
-               "iterations, the sampler's phase"
+               f"(its lowest seed): step size, acceptance rate in a centred moving window of "
+               f"{window} recorded iterations, the sampler's phase"
                + (", and log π of the chain's state" if "logp" in rows else "")
                + ". Every iteration of the head of a run is recorded, later ones thinned "
                "evenly (diagnostics.parquet)." + _notes(results, target, groups,

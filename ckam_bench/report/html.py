@@ -12,8 +12,9 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
   (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
 * the run inventory: one row per loaded run (target, group, sampler, seed, state, budget,
   iterations, sampler seconds, adaptation, config hash, start and update times, package
-  version, folder), whether it was used or left out as a duplicate seed, and per group the
-  full configuration and provenance (package versions, platform) in a collapsible block;
+  version, git commit, compiled or Python loops, host, folder), whether it was used or left
+  out as a duplicate seed, and per group the full configuration and the provenance of
+  ``status.json`` (package versions, CPU, platform, load) in a collapsible block;
 * what was not used: skipped runs and figures that were not rendered, with the reason.
 
 Every table with class ``sortable`` sorts on a click on a column header (numbers by value,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import html
 import json
 import math
@@ -45,7 +47,7 @@ figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#444;margin-top:.4em}
 .note{font-size:.85em;color:#555;margin:.1em 0}.warn{color:#a40000}
 tr.left-out td{color:#888}details{margin:.3em 0}pre{font-size:.8em;white-space:pre-wrap}
-nav ul{columns:3;font-size:.9em}code{font-size:.9em}
+nav ul{columns:3;font-size:.9em}code{font-size:.9em}.scroll{overflow-x:auto}
 """
 
 SORT_JS = """
@@ -85,6 +87,20 @@ SORT_JS = """
 """
 
 
+def runs_fingerprint(results: Results) -> str:
+    """A short hash of what a report is made from: each loaded run's folder, state, last
+    update and iterations, and each skipped folder with its reason. Equal fingerprints mean
+    the report would show the same runs (the sweep callback then leaves it as it is)."""
+    items = sorted([str(r.path), r.state, str(r.status.get("updated")), r.iterations]
+                   for r in results.runs)
+    items += sorted([str(s.path), s.reason] for s in results.skipped)
+    return hashlib.sha256(json.dumps(items, default=str).encode()).hexdigest()[:16]
+
+
+def fingerprint_meta(results: Results) -> str:
+    return f'<meta name="ckam-bench-runs" content="{runs_fingerprint(results)}">'
+
+
 def esc(value) -> str:
     return html.escape(str(value), quote=True)
 
@@ -96,7 +112,8 @@ def _anchor(text: str) -> str:
 def table_html(table, table_id: str | None = None) -> str:
     """A :class:`~ckam_bench.report.tables.Table` as a sortable HTML table with its notes."""
     ident = f' id="{esc(table_id)}"' if table_id else ""
-    out = [f"<h3>{esc(table.title)}</h3>", f'<table class="sortable"{ident}><thead><tr>']
+    out = [f"<h3>{esc(table.title)}</h3>",
+           f'<div class="scroll"><table class="sortable"{ident}><thead><tr>']
     out += [f"<th>{esc(h)}</th>" for h in table.header]
     out.append("</tr></thead><tbody>")
     keys = table.sort_keys or [[None] * len(row) for row in table.rows]
@@ -108,7 +125,7 @@ def table_html(table, table_id: str | None = None) -> str:
                 attr = f' data-sort="{"inf" if math.isinf(key) else repr(float(key))}"'
             cells.append(f"<td{attr}>{esc(cell)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     out += [f'<p class="note">{esc(note)}.</p>' for note in table.notes]
     return "\n".join(out)
 
@@ -135,7 +152,11 @@ def _inventory(results: Results) -> str:
             for d, k in group.duplicates]
         for run, use in sorted(members, key=lambda m: (m[0].seed, str(m[0].path))):
             status = run.status
-            versions = status.get("versions") or {}
+            prov = status.get("provenance") or {}
+            versions = prov.get("versions") or status.get("versions") or {}
+            commit = prov.get("git_commit")
+            source = (f"{commit[:10]}{' (dirty)' if prov.get('git_dirty') else ''}"
+                      if commit else "")
             totals = status.get("totals") or {}
             budget = status.get("budget") or {}
             mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
@@ -145,14 +166,16 @@ def _inventory(results: Results) -> str:
                      totals.get("iterations", run.iterations),
                      f"{float(totals.get('sampler_seconds', run.sampler_seconds)):.3g}", mark,
                      str(status.get("config_hash", ""))[:12], status.get("started", ""),
-                     status.get("updated", ""), versions.get("ckam_bench", ""), run.path]
+                     status.get("updated", ""),
+                     versions.get("ckam-bench") or versions.get("ckam_bench") or "", source,
+                     prov.get("loops", ""), prov.get("hostname", ""), run.path]
             cls = ' class="left-out"' if id(run) not in used else ""
             cls = ' class="warn"' if run.adaptation == "non-diminishing" and not cls else cls
             rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
         first = group.runs[0]
         provenance = {k: v for k, v in first.status.items()
-                      if k in ("versions", "sampler_info", "metrics_unsupported", "contended",
-                               "checkpoint_unit", "phases", "dim")}
+                      if k in ("provenance", "versions", "sampler_info", "metrics_unsupported",
+                               "contended", "checkpoint_unit", "phases", "dim")}
         settings = "\n".join(f"{k}: {json.dumps(v, default=str)}"
                              for k, v in sorted(group.settings.items()))
         blocks.append(f"<details><summary>{esc(group.target)} · {esc(group.label)} "
@@ -162,10 +185,10 @@ def _inventory(results: Results) -> str:
                       "</details>")
     header = ["target", "group", "sampler", "seed", "state", "stop reason", "use", "budget",
               "iterations", "sampler s", "adaptation", "config hash", "started", "updated",
-              "ckam-bench", "folder"]
-    return ('<table class="sortable" id="inventory"><thead><tr>'
+              "ckam-bench", "git commit", "loops", "host", "folder"]
+    return ('<div class="scroll"><table class="sortable" id="inventory"><thead><tr>'
             + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>"
-            + "\n".join(rows) + "</tbody></table>"
+            + "\n".join(rows) + "</tbody></table></div>"
             + "<h3>Configurations and provenance</h3>" + "\n".join(blocks))
 
 
@@ -221,7 +244,8 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<title>ckam-bench report</title><link rel=\"icon\" href=\"data:,\">"
-            f"<style>{CSS}</style></head><body>" + "\n".join(parts)
+            + fingerprint_meta(results)
+            + f"<style>{CSS}</style></head><body>" + "\n".join(parts)
             + f"<script>{SORT_JS}</script></body></html>\n")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")

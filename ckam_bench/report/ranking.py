@@ -188,7 +188,7 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     if diagnostics:
         notes.append("R-hat: largest rank-normalised split R-hat over coordinates, MCSE: "
                      "largest Monte Carlo standard error of the mean, both from arviz-stats "
-                     "with the seeds as chains")
+                     "with the seeds as chains (N/A with fewer than two seeds)")
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)

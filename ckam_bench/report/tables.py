@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun, final_rows, grouping_notes
-from ckam_bench.report.figures import sampler_order
 
 PAPER_TABLES = {"bimodal": 1, "gmm2d": 2, "gmm32": 3}
 NA = "N/A"
