@@ -309,6 +309,14 @@ def write_outputs(result: StationarityResult, out_dir: Path, info: dict) -> dict
     return summary
 
 
+def _discard_fresh(out_dir: Path) -> None:
+    """Remove the output folder Hydra just created (its config snapshot and log only)."""
+    import shutil
+
+    if out_dir.is_dir() and set(p.name for p in out_dir.iterdir()) <= {".hydra", "stationarity.log"}:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def _app_main(cfg) -> int:
     from hydra.core.hydra_config import HydraConfig
     from hydra.errors import InstantiationException
@@ -319,15 +327,15 @@ def _app_main(cfg) -> int:
     choices = HydraConfig.get().runtime.choices
     try:
         target = instantiate(cfg.target)
-        instantiate(cfg.sampler)  # fail fast on a bad sampler config
+        probe = instantiate(cfg.sampler)  # fails fast on a bad sampler config
         check = cfg.check
-        times = list(check.times) if check.times is not None else default_times(instantiate(cfg.sampler))
+        times = list(check.times) if check.times is not None else default_times(probe)
     except (InstantiationException, ValueError) as exc:
         cause = exc.__cause__ or exc
+        _discard_fresh(out_dir)
         print(f"ckam-bench-check: invalid configuration: {cause}", file=sys.stderr)
         return 2
     sampler_cfg = cfg.sampler
-    probe = instantiate(sampler_cfg)
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
             "experiment": experiment or "default", "kernel": choices.get("kernel"),
@@ -338,8 +346,13 @@ def _app_main(cfg) -> int:
         result = check_stationarity(lambda: instantiate(sampler_cfg), target, n_chains=check.n_chains,
                                     times=times, seed=cfg.seed, alpha=check.alpha,
                                     n_reference=check.n_reference)
+    except ValueError as exc:  # the check's own arguments: name their full key
+        _discard_fresh(out_dir)
+        print(f"ckam-bench-check: invalid configuration: check.{exc}", file=sys.stderr)
+        return 2
+    try:
         summary = write_outputs(result, out_dir, info)
-    except (ValueError, FileExistsError) as exc:
+    except FileExistsError as exc:
         print(f"ckam-bench-check: {exc}", file=sys.stderr)
         return 2
     print(f"{summary['label']} on {summary['target']}: {summary['verdict']} "

@@ -121,7 +121,8 @@ def test_command_bad_value_exits_2(tmp_path):
     done = _cli(tmp_path, "sampler=rw", "target=gauss2d_corr", "check.n_chains=2",
                 f"hydra.run.dir={tmp_path / 'bad'}")
     assert done.returncode == 2
-    assert "n_chains" in done.stderr
+    assert "check.n_chains" in done.stderr
+    assert not (tmp_path / "bad").exists()  # nothing left behind
 
 
 def test_kl_floor_is_the_kl_of_exact_draws():

@@ -125,6 +125,8 @@ def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, s
               and (c["tests"]["test"] == "occupancy").any()]
     if not chosen:
         raise ValueError(f"no stored stationarity check with mode occupancy on {target}")
+    cyclic = [c for c in chosen if c["info"].get("cycle_length")]
+    chosen = cyclic or chosen  # the cyclic samplers (cKAM's drift per cycle) when there are any
     first = chosen[0]["tests"]
     n_modes = len(_parse_list(first[first["test"] == "occupancy"].iloc[0]["share"]))
     fig = Figure(figsize=(4.2 * n_modes, 3.6), layout="constrained")
@@ -133,8 +135,8 @@ def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, s
     for c in chosen:
         info, occ = c["info"], c["tests"][c["tests"]["test"] == "occupancy"].sort_values("time")
         share = np.array([_parse_list(v) for v in occ["share"]], float)
-        xs, xlabel = _x(occ["time"], info.get("cycle_length"))
-        label = f"{info.get('label', info.get('sampler'))} ({info.get('adaptation', '?')})"
+        xs, xlabel = _x(occ["time"], info.get("cycle_length") if cyclic else None)
+        label = f"{info.get('label', info.get('sampler'))} ({info.get('adaptation') or 'none'})"
         for k, ax in enumerate(axes):
             ax.plot(xs, share[:, k], marker="o", ms=3, label=label)
             ax.set_xlabel(xlabel)

@@ -587,9 +587,9 @@ def test_published_ckam_drifts_on_bimodal():
     cycle start lose the wide mode (issue 9); the check rejects with a clear margin."""
     cfg, target = _paper("ckam", "paper_bimodal")
     result = assert_not_stationary(lambda: instantiate(cfg.sampler), target, n_chains=100,
-                                   times=[10_000, 50_000], seed=0, margin=10)
-    occ = result.tests[(result.tests["test"] == "occupancy") & (result.tests["time"] == 50_000)]
-    assert occ.iloc[0]["share"][1] < 0.4  # the wide (right-hand) mode, 1/2 under π
+                                   times=[20_000, 30_000], seed=0, margin=5)
+    occ = result.tests[(result.tests["test"] == "occupancy") & (result.tests["time"] == 30_000)]
+    assert occ.iloc[0]["share"][1] < 0.4  # the wide (right-hand) mode, 1/2 under π (measured 0.31)
 
 
 @pytest.mark.slow
