@@ -121,3 +121,15 @@ def test_samplers_never_reestimate_the_current_state(glass, name):
     assert max(seen.values()) == 1, "a state was estimated twice"
     if name == "rw":
         assert accepted > 0
+
+
+def test_gradient_sampler_declines_gp_glass_from_the_cli(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "sampler=mala", "target=gp_glass",
+                          f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gradient" in lines[0] and "gp_glass" in lines[0]
+    assert not (tmp_path / "run").exists()
