@@ -38,8 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, ranking,
-                               tables)
+from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, paper_kamh,
+                               ranking, tables)
 from ckam_bench.report.aggregate import Results, load_results
 
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
@@ -53,6 +53,8 @@ FIGURE_SOURCES["gradient"] = paper_gradient.figures  # Titsias & Dellaportas: Fi
 TABLE_SOURCES["gradient"] = paper_gradient.tables  # Titsias & Dellaportas: Tables 1-7
 FIGURE_SOURCES["divergence"] = paper_divergence.figures  # Dharamshi et al.: Figs 7-9, 12
 TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Tables 1-4
+FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 4-5
+TABLE_SOURCES["kamh"] = paper_kamh.tables  # Sejdinovic et al.: Figure 5 numbers
 
 
 def _int_list(text: str) -> list[int]:

@@ -1,0 +1,137 @@
+"""Sejdinovic et al. (2014, KAMH) figures and table from stored runs (``experiment=kamh_*``).
+
+* :func:`figure5` — per target (banana moderate, banana strong, flower), per method (SM = rw,
+  AM-FS = am, AM-LS = gam, KAMH-LS = kamh, and any other sampler run on the target): the
+  acceptance rate after burn-in, ‖Ê[X]‖/10 and the deviation |ĉ_q − q| × 10 of each quantile
+  region q = 0.1 … 0.9, the median over chains with 80 % intervals (10 % and 90 % quantiles over
+  chains) as error bars; each run's last checkpoint.
+* :func:`figure4` — gp_glass: ‖Ê[X] − E_ref[X]‖ and MMD² to the reference sample against the
+  number of collected samples, median over chains with an 80 % band (needs the certified
+  reference: ``ckam-bench-reference target=gp_glass``).
+* :func:`summary_table` — the numbers of Figure 5 (medians over chains).
+
+:func:`figures` and :func:`tables` are the sources registered in ``ckam-bench-figures``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench.report.aggregate import Results, StoredRun
+from ckam_bench.report.figures import Drawn, colour
+from ckam_bench.report.tables import Table
+
+LABELS = {"rw": "SM", "am": "AM-FS", "gam": "AM-LS", "kamh": "KAMH-LS"}
+ORDER = ["SM", "AM-FS", "AM-LS", "KAMH-LS"]
+FIG5_TARGETS = ("banana_moderate", "banana_strong", "flower")
+SECTION = "Kernel adaptive Metropolis-Hastings (Sejdinovic et al.)"
+LEVELS = np.arange(1, 10) / 10.0
+
+
+def method(run: StoredRun) -> str:
+    return LABELS.get(run.sampler, run.sampler)
+
+
+def _runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
+    groups: dict[str, list[StoredRun]] = {}
+    for run in results.runs:
+        if run.target == target and not run.trace.empty and "quantile_deviation" in run.trace:
+            groups.setdefault(method(run), []).append(run)
+    return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else 99, kv[0])))
+
+
+def _last(run: StoredRun) -> dict:
+    row = run.trace.iloc[-1]
+    accept = row.get("acceptance_sampling", np.nan)
+    if accept is None or not np.isfinite(accept):
+        accept = row.get("acceptance", np.nan)
+    errors = np.asarray(row.get("quantile_coverage_error", np.full(LEVELS.size, np.nan)), float)
+    return {"accept": float(accept), "mean_norm": float(row.get("mean_norm", np.nan)), "q": errors}
+
+
+def _stats(values) -> tuple[float, float, float]:
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return np.nan, np.nan, np.nan
+    return tuple(float(v) for v in np.quantile(values, [0.5, 0.1, 0.9]))
+
+
+def figure5(results: Results, target: str) -> Drawn | None:
+    import matplotlib.pyplot as plt
+
+    groups = _runs(results, target)
+    if not groups:
+        return None
+    names = ["Accept", "‖E[X]‖/10", *[f"{q:.1f}" for q in LEVELS]]
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    width = 0.8 / len(groups)
+    for i, (label, runs) in enumerate(groups.items()):
+        rows = [_last(r) for r in runs]
+        columns = [[r["accept"] for r in rows], [r["mean_norm"] / 10 for r in rows],
+                   *[[10 * r["q"][j] for r in rows] for j in range(LEVELS.size)]]
+        med, lo, hi = np.array([_stats(c) for c in columns]).T
+        x = np.arange(len(names)) + (i - (len(groups) - 1) / 2) * width
+        ax.bar(x, med, width, label=f"{label} ({len(runs)})", color=colour(runs[0].sampler))
+        ax.errorbar(x, med, yerr=[med - lo, hi - med], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_title(target)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    caption = ("Acceptance after burn-in, ‖Ê[X]‖/10, and |empirical − nominal| coverage ×10 of the "
+               "0.1…0.9 quantile regions (0.1 = 1 % deviation); median over chains, bars 10–90 % over "
+               "chains (number of chains in the legend).")
+    return Drawn(f"kamh_fig5_{target}", fig, caption, SECTION, f"{target}: Figure 5")
+
+
+def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
+    import matplotlib.pyplot as plt
+
+    groups: dict[str, list[StoredRun]] = {}
+    for run in results.runs:
+        if run.target == target and not run.trace.empty and {"mean_error", "mmd2"} <= set(run.trace):
+            groups.setdefault(method(run), []).append(run)
+    if not groups:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    for label, runs in sorted(groups.items()):
+        for ax, column in zip(axes, ("mean_error", "mmd2")):
+            frame = pd.concat([r.trace[["n_collected", column]].assign(run=r.run_id) for r in runs])
+            grid = np.unique(frame["n_collected"])
+            table = frame.pivot_table(index="n_collected", columns="run", values=column).reindex(grid).ffill()
+            lo, med, hi = (table.quantile(q, axis=1) for q in (0.1, 0.5, 0.9))
+            ax.plot(grid, med, color=colour(runs[0].sampler), label=label)
+            ax.fill_between(grid, lo, hi, color=colour(runs[0].sampler), alpha=0.2)
+            ax.set_xlabel("collected samples")
+            ax.set_ylabel({"mean_error": "‖Ê[X] − E_ref[X]‖", "mmd2": "MMD² to reference"}[column])
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    caption = "Glass: mean distance and MMD² to the reference sample; median over chains, 10–90 % band."
+    return Drawn(f"kamh_fig4_{target}", fig, caption, SECTION, f"{target}: Figure 4")
+
+
+def summary_table(results: Results) -> Table | None:
+    rows = []
+    for target in FIG5_TARGETS:
+        for label, runs in _runs(results, target).items():
+            last = [_last(r) for r in runs]
+            rows.append({"target": target, "method": label, "chains": len(runs),
+                         "accept": f"{_stats([r['accept'] for r in last])[0]:.3f}",
+                         "‖mean‖": f"{_stats([r['mean_norm'] for r in last])[0]:.2f}",
+                         "quantile dev.": f"{_stats([np.nanmean(r['q']) for r in last])[0]:.4f}"})
+    if not rows:
+        return None
+    header = list(rows[0])
+    return Table("KAMH paper, Figure 5 numbers (medians over chains)", "kamh_figure5_numbers", header, header,
+                 [[str(r[h]) for h in header] for r in rows])
+
+
+def figures(results: Results, settings=None) -> list[Drawn]:
+    drawn = [figure5(results, t) for t in FIG5_TARGETS] + [figure4(results)]
+    return [d for d in drawn if d is not None]
+
+
+def tables(results: Results) -> list[Table]:
+    table = summary_table(results)
+    return [] if table is None else [table]
