@@ -110,14 +110,14 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         times = checkpoint_times(limit, ck.first, ck.per_decade, ck.every, unit=ck.on)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    if target.noisy:  # density estimates draw from their own stream of the run's seed
+        target.bind_rng(np.random.default_rng([int(cfg.seed), 1]))
     x0 = None if cfg.start is None else np.asarray(OmegaConf.to_container(cfg.start), float)
     try:
         check_start(target, x0)
     except StartPointError as exc:
         raise ConfigError(f"start: {exc}") from exc
     target.reset_counters()
-    if target.noisy:  # density estimates draw from their own stream of the run's seed
-        target.bind_rng(np.random.default_rng([int(cfg.seed), 1]))
     kernel = getattr(sampler, "kernel", None)
     labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none"}
     return Runner(
