@@ -13,8 +13,9 @@ from omegaconf import OmegaConf
 
 from ckam_bench import rundir, store
 from ckam_bench.report import aggregate as agg
-from ckam_bench.report import figures, tables
+from ckam_bench.report import figures, generic, ranking, tables
 from ckam_bench.report.cli import main as figures_main
+from ckam_bench.targets.base import Target
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
 
 TARGET_CFG = {
@@ -25,6 +26,33 @@ TARGET_CFG = {
               "means": [-30.0, -15.0, 0.0, 15.0, 30.0], "variance": 15.0},
 }
 TARGETS = {"bimodal": bimodal, "gmm2d": gmm2d, "gmm32": gmm32}
+
+
+class Banana(Target):
+    """A user's own target (as a user would add one: one class plus one YAML): a bent 3-D
+    Gaussian, x0 ~ N(0, 1), x1 | x0 ~ N(bend·(x0² − 1), 1), x2 ~ N(0, 1). Exact draws, no
+    exact marginals, no box."""
+
+    def __init__(self, dim: int = 3, bend: float = 0.5):
+        super().__init__(dim)
+        self.name, self.bend = "banana", float(bend)
+
+    def _log_density(self, x):
+        return float(self._log_density_batch(np.asarray(x, float)[None])[0])
+
+    def _log_density_batch(self, X):
+        X = np.asarray(X, float)
+        y = X[:, 1] - self.bend * (X[:, 0] ** 2 - 1.0)
+        return -0.5 * (X[:, 0] ** 2 + y ** 2 + X[:, 2] ** 2)
+
+    def sample(self, n, rng):
+        z = rng.standard_normal((int(n), 3))
+        z[:, 1] += self.bend * (z[:, 0] ** 2 - 1.0)
+        return z
+
+
+TARGET_CFG["banana"] = {"_target_": "tests.test_report.Banana", "dim": 3, "bend": 0.5}
+TARGETS["banana"] = Banana
 SCHED = "ckam_bench.schedules."
 KERNELS = {
     "matern": {"_target_": "ckam_bench.kernels.Matern", "lengthscale": 2.0, "smoothness": 4.0},
@@ -57,10 +85,15 @@ def sampler_cfg(name, kernel="matern", dim=2):
 
 
 def make_run(root, target="bimodal", sampler="rw", kernel=None, seed=0, state="complete",
-             budget=2.0, kl_scale=1.0, n_samples=400, n_diag=3000, sampler_node=None):
-    """Write a small run folder the way the runner and Hydra do."""
+             budget=2.0, kl_scale=1.0, n_samples=400, n_diag=3000, sampler_node=None,
+             tag="", samples=None, columns=None, status_extra=None):
+    """Write a small run folder the way the runner and Hydra do.
+
+    ``tag`` tells apart folders (and run ids) of repeated runs of one seed; ``samples`` are
+    the stored states (default: exact draws); ``columns`` adds trace columns (arrays of 10
+    values, one per checkpoint); ``status_extra`` adds to status.json."""
     kernel = kernel or ("matern" if sampler in ("kam", "ckam") else "none")
-    path = root / f"{sampler}_{target}_{kernel}_s{seed}_{budget:g}"
+    path = root / f"{sampler}_{target}_{kernel}_s{seed}_{budget:g}{tag}"
     (path / ".hydra").mkdir(parents=True)
     tgt = TARGETS[target]()
     node = sampler_node or sampler_cfg(sampler, kernel if kernel != "none" else "matern",
@@ -82,11 +115,12 @@ def make_run(root, target="bimodal", sampler="rw", kernel=None, seed=0, state="c
         "n_density": (1000 * times).astype(int), "n_grad": 0,
         "acceptance": 0.3, "iters_per_second": 1000.0,
         "kl": kl_scale * (1 + seed) / np.sqrt(times), "ess_min": 50 * times,
-        "ess_median": 60 * times, "ess_per_second": 50.0,
+        "ess_median": 60 * times, "ess_per_second": 50.0, **(columns or {}),
     })
     rundir.write_parquet(trace, path / store.TRACE)
     rng = np.random.default_rng(seed)
-    x = tgt.sample(n_samples, rng)
+    x = tgt.sample(n_samples, rng) if samples is None else np.asarray(samples, float)
+    n_samples = len(x)
     samples = pd.DataFrame(x, columns=[f"x{j}" for j in range(tgt.dim)])
     samples.insert(0, "index", np.arange(n_samples))
     rundir.write_parquet(samples, path / store.SAMPLES)
@@ -100,7 +134,8 @@ def make_run(root, target="bimodal", sampler="rw", kernel=None, seed=0, state="c
     status = {"state": state, "reason": "budget", "run_id": run_id, "target": target,
               "sampler": sampler, "kernel": kernel, "seed": seed, "phases": ["sampling"],
               "dim": tgt.dim, "budget": {"seconds": budget},
-              "totals": {"sampler_seconds": budget, "iterations": int(1000 * budget)}}
+              "totals": {"sampler_seconds": budget, "iterations": int(1000 * budget)},
+              **(status_extra or {})}
     rundir.write_json(status, path / store.STATUS)
     return path
 
@@ -263,15 +298,16 @@ def test_iterations_axis_and_band_setting(results, tmp_path):
 def test_fixed_colour_per_sampler():
     assert figures.colour("ckam") == figures.SAMPLER_COLOURS["ckam"]
     assert figures.colour("newsampler") == figures.colour("newsampler")
-    assert len({figures.colour(s) for s in figures.SAMPLER_ORDER}) == 6
+    assert len({figures.colour(s) for s in figures.SAMPLER_ORDER}) == len(figures.SAMPLER_ORDER)
 
 
 # ---------------------------------------------------------------------------- tables
 def composed_sampler(sampler, target):
+    """The sampler as the cKAM paper's experiment on ``target`` configures it (its preset)."""
     from hydra import compose, initialize_config_module
 
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
-        cfg = compose("config", overrides=[f"sampler={sampler}", f"target={target}"])
+        cfg = compose("config", overrides=[f"experiment=paper_{target}", f"sampler={sampler}"])
     return OmegaConf.to_container(cfg, resolve=True)
 
 
@@ -359,7 +395,9 @@ def test_hyperparameters_of_composed_paper_configs(tmp_path, target, table_no):
     rows = {row[0]: dict(zip(table.header, row)) for row in table.rows}
     assert rows["am"]["(initial) step size ν"] == tables.number(2.38 / dim ** 0.5)
     assert rows["gam"]["(initial) step size ν"] == tables.number(2.38 / dim ** 0.5)
-    assert rows["am"]["RM step size η"] == "0.1" and rows["rbam"]["RM step size η"] == "0.1"
+    for name in ("am", "rbam"):  # the paper's constant rates, shown as the constant
+        assert configured[name]["rate"]["exponent"] == 0
+        assert rows[name]["RM step size η"] == tables.number(configured[name]["rate"]["scale"])
     assert rows["rbam"]["(initial) step size ν"] == "N/A" and rows["rw"]["RM rate ε"] == "N/A"
     assert (rows["gam"]["RM rate ε"], rows["gam"]["α*"]) == ("0.75", "0.234")
     assert table.stem == f"table{table_no}_hyperparameters_{target}"
@@ -459,20 +497,180 @@ def test_real_sweep_renders(tmp_path):
     assert "| ckam |" in table and "| 1000 |" in table
 
 
-def test_read_only_output_folder_is_one_line(tmp_path, capsys):
-    if os.geteuid() == 0:  # root ignores permissions: use a path below a file instead
-        blocker = tmp_path / "file"
-        blocker.write_text("x")
-        out = blocker / "figures"
-    else:
-        out = tmp_path / "ro"
-        out.mkdir()
-        out.chmod(0o500)
-    results = tmp_path / "runs"
-    results.mkdir()
-    assert figures_main([str(results), "--out", str(out)]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot write to" in err
+# ---------------------------------------------------------------------------- grouping
+def test_mixed_budgets_and_repeated_seeds_give_separate_groups_and_say_so(tmp_path):
+    for seed in (0, 1, 2):
+        make_run(tmp_path, "bimodal", "rw", seed=seed)
+    make_run(tmp_path, "bimodal", "rw", seed=0, budget=20.0)
+    for tag in ("_a", "_b", "_c", "_d"):  # four runs of seed 0: one seed, not four
+        make_run(tmp_path, "bimodal", "ckam", seed=0, tag=tag)
+    res = agg.load_results(tmp_path)
+    groups = {g.label: g for g in res.groups("bimodal")}
+    assert set(groups) == {"rw [2 s]", "rw [20 s]", "ckam"}
+    assert groups["rw [2 s]"].seeds == [0, 1, 2] and groups["rw [20 s]"].seeds == [0]
+    assert groups["ckam"].seeds == [0] and len(groups["ckam"].duplicates) == 3
+    fig, caption = figures.figure_kl_all(res, figures.Settings(), "bimodal")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["rw (n=3)", "ckam (n=1)"]
+    assert "Left out: other configurations rw [20 s] (1 run)" in caption
+    assert "3 repeated run(s) of a seed already shown" in caption
+    table = tables.results_table(res, "bimodal")
+    rows = {row[0]: dict(zip(table.header, row)) for row in table.rows}
+    assert rows["ckam"]["seeds"] == "1" and rows["rw [20 s]"]["seeds"] == "1"
+    notes = " ".join(table.notes)
+    assert "seed(s) 0 were run more than once" in notes and "mixed budgets" in notes
+    (drawn,) = [d for d in generic.metric_figures(res, figures.Settings(), "bimodal")
+                if d.stem == "bimodal_metric_kl"]
+    assert "rw [2 s] (3 seeds); rw [20 s] (1 seed); ckam (1 seed)" in drawn.caption
+    assert "mixed budgets (budget.seconds) are kept apart" in drawn.caption
+
+
+def test_presets_and_hyperparameters_are_never_merged(tmp_path):
+    for seed in (0, 1):
+        make_run(tmp_path, "gmm2d", "am", seed=seed)
+        node = sampler_cfg("am")
+        node["rate"]["value"] = 0.01
+        make_run(tmp_path, "gmm2d", "am", seed=seed, sampler_node=node, tag="_eta")
+    labels = sorted(g.label for g in agg.load_results(tmp_path).groups())
+    assert labels == ["am [rate.value=0.01]", "am [rate.value=0.1]"]
+
+
+# ---------------------------------------------------------------------------- generic figures
+@pytest.fixture(scope="module")
+def banana_results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("banana")
+    for seed in (0, 1):
+        for sampler in ("rw", "am"):
+            make_run(root, "banana", sampler, seed=seed, n_samples=300, n_diag=500,
+                     columns={"bias2": np.geomspace(1.0, 0.001, 10)})
+    return agg.load_results(root)
+
+
+def test_every_generic_figure_renders_for_a_user_target(banana_results, tmp_path):
+    settings = figures.Settings()
+    drawn = {name: draw(banana_results, settings, "banana")
+             for name, draw in generic.GENERIC.items()}
+    stems = {d.stem for ds in drawn.values() for d in ds}
+    assert {"banana_metric_kl", "banana_metric_bias2", "banana_metric_acceptance",
+            "banana_metric_ess_min", "banana_marginals", "banana_pairs",
+            "banana_diagnostics"} <= stems
+    (marginals,) = drawn["marginals"]
+    assert "20,000 exact draws" in marginals.caption and "x0–x2" in marginals.caption
+    assert len([ax for ax in marginals.figure.axes if ax.get_visible()]) == 3
+    (pairs,) = drawn["pairs"]
+    assert len(pairs.figure.axes) == 2 * 3  # two groups x three pairs of coordinates
+    bias = next(d for d in drawn["metrics"] if d.stem == "banana_metric_bias2")
+    assert [ax.get_xlabel() for ax in bias.figure.axes] == [
+        "sampler time (s)", "iterations", "density evaluations"]
+    assert "threshold b² = 0.01" in bias.caption
+    rendered = bias.save(tmp_path, ("png",))
+    assert rendered.paths[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_high_dimension_pairs_use_chosen_coordinates():
+    assert generic.chosen_coordinates(3) == [0, 1, 2]
+    assert generic.chosen_coordinates(32) == [0, 10, 21, 31]
+
+
+# ---------------------------------------------------------------------------- cost to accuracy
+def bias2_of(x, mean, second, var, var2):
+    """b² of the sample x (n, d) against the truth (mean, E[X²], Var X, Var X²)."""
+    m1, m2 = x.mean(axis=0), (x ** 2).mean(axis=0)
+    return float(max(np.max((m1 - mean) ** 2 / var), np.max((m2 - second) ** 2 / var2)))
+
+
+def truth_of(target, n=2_000_000):
+    draws = target.sample(n, np.random.default_rng(123))
+    return (draws.mean(0), (draws ** 2).mean(0), draws.var(0), (draws ** 2).var(0))
+
+
+def test_bias2_of_exact_draws_falls_like_one_over_n():
+    tgt = gauss_target()
+    mean, var = tgt.mean, tgt.variance
+    truth = (mean, var + mean ** 2, var, 2 * var ** 2 + 4 * mean ** 2 * var)
+    rng = np.random.default_rng(5)
+    avg = {n: np.mean([bias2_of(tgt.sample(n, rng), *truth) for _ in range(300)])
+           for n in (100, 1000, 10000)}
+    assert 7 < avg[100] / avg[1000] < 14 and 7 < avg[1000] / avg[10000] < 14
+
+
+def gauss_target():
+    from ckam_bench.targets.gaussians import gauss2d_corr
+
+    return gauss2d_corr(rho=0.5)
+
+
+def test_cost_to_accuracy_needs_bias2_to_stay_below():
+    trace = pd.DataFrame({"checkpoint": range(5), "sampler_seconds": [1.0, 2, 3, 4, 5],
+                          "n_density": [10, 20, 30, 40, 50], "n_grad": 0,
+                          "bias2": [0.5, 0.005, 0.02, 0.008, 0.004]})
+    assert ranking.cost_to_accuracy(trace) == {"sampler_seconds": 4.0, "n_density": 40.0,
+                                               "n_grad": 0.0}
+    assert ranking.cost_to_accuracy(trace.assign(bias2=0.001))["n_density"] == 10.0
+    up = trace.assign(bias2=[0.5, 0.005, 0.002, 0.001, 0.02])
+    assert ranking.cost_to_accuracy(up)["sampler_seconds"] == np.inf
+    assert np.isnan(ranking.cost_to_accuracy(trace.drop(columns="bias2"))["n_density"])
+    assert ranking.quantiles([1.0, 2.0, np.inf]) == [2.0, 1.2, np.inf]
+
+
+def test_ranking_puts_a_sampler_stuck_in_one_mode_at_infinity(tmp_path):
+    tgt = bimodal()
+    truth = truth_of(tgt)
+    rng = np.random.default_rng(0)
+    counts = np.geomspace(50, 20000, 10).astype(int)
+    for seed in (0, 1, 2):
+        good = tgt.sample(20000, rng)
+        stuck = np.column_stack([rng.normal(-8.0, np.sqrt(0.5), 20000),
+                                 rng.normal(0.0, np.sqrt(0.5), 20000)])
+        for name, x in (("rw", stuck), ("ckam", good)):
+            b2 = [bias2_of(x[:n], *truth) for n in counts]
+            make_run(tmp_path, "bimodal", name, seed=seed, samples=x[:2000],
+                     columns={"bias2": b2, "n_density": counts})
+    table = ranking.ranking_table(agg.load_results(tmp_path), "bimodal")
+    rows = {row[1]: dict(zip(table.header, row)) for row in table.rows}
+    assert rows["rw"]["s to b²<0.01"] == "∞" and rows["rw"]["density evals to b²<0.01"] == "∞"
+    assert rows["ckam"]["rank"] == "1" and rows["rw"]["rank"] == "2"
+    assert float(rows["ckam"]["density evals to b²<0.01"].split(" [")[0].replace(",", "")) \
+        <= 20000
+    assert "ranked on s to b²<0.01" in table.notes[0]
+    assert float(rows["ckam"]["R-hat"]) < 1.05 and float(rows["rw"]["R-hat"]) < 1.05
+    assert table.sort_keys[1][table.header.index("s to b²<0.01")] == np.inf
+
+
+# ---------------------------------------------------------------------------- HTML and sweep end
+def test_html_report_is_self_contained(tmp_path, capsys):
+    root = tmp_path / "res"
+    for seed in (0, 1):
+        make_run(root, "banana", "rw", seed=seed, n_samples=200, n_diag=300)
+        make_run(root, "banana", "am", seed=seed, n_samples=200, n_diag=300,
+                 status_extra={"sampler_info": {"adaptation": "non-diminishing"}})
+    make_run(root, "banana", "am", seed=1, n_samples=200, n_diag=300, tag="_again",
+             status_extra={"sampler_info": {"adaptation": "non-diminishing"}})
+    make_run(root, "banana", "rw", seed=5, state="interrupted")
+    out = tmp_path / "out"
+    assert figures_main([str(root), "--out", str(out), "--figures", "none",
+                         "--generic", "marginals", "--formats", "png"]) == 0
+    assert f"html report: {out / 'report.html'}" in capsys.readouterr().out
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 1
+    assert "http://" not in page and "https://" not in page
+    assert 'src="' not in page.replace('src="data:', "")
+    assert '<table class="sortable" id="ranking_banana">' in page
+    assert "am †" in page and "⚠ non-diminishing" in page
+    assert "left out: seed 1 already counted" in page
+    assert "run is interrupted, not complete" in page
+    assert "Configurations and provenance" in page
+    assert (out / "ranking_banana.md").exists()
+
+
+def test_sweep_callback_prints_report_and_ranking(banana_results, capsys):
+    from ckam_bench.report.callback import SweepReport
+
+    report = SweepReport(figures=False).report(banana_results.root)
+    printed = capsys.readouterr().out
+    assert f"sweep report: {report.html}" in printed
+    assert "**Ranking on banana" in printed and "| rank | sampler |" in printed
+    assert report.html.exists() and report.html.parent == banana_results.root / "report"
 
 
 def test_read_only_output_folder_is_one_line(tmp_path, capsys):

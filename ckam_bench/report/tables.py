@@ -164,8 +164,15 @@ def schedule_text(node) -> str:
     if kind in ("PowerDecay", "RobbinsMonro"):
         exponent = node.get("exponent", node.get("epsilon"))
         scale = node.get("scale", 1.0)
-        prefix = "" if float(scale) == 1.0 else f"{number(scale)}·"
-        return f"{prefix}(1+t)^-{number(exponent)}"
+        if float(exponent) == 0.0:  # scale · (…)^0: a constant rate (non-diminishing)
+            text = number(scale)
+        else:
+            prefix = "" if float(scale) == 1.0 else f"{number(scale)}·"
+            offset = float(node.get("offset") or 0.0)
+            base = "1+t" if offset == 0.0 else f"{number(1.0 + offset)}+t"
+            text = f"{prefix}({base})^-{number(exponent)}"
+        until = node.get("until")
+        return text if until is None else f"{text} until t={number(until)}"
     if kind == "NoiseDecay":
         return (f"{number(node['start'])}→{number(node['end'])} (r={number(node['rate'])}, "
                 f"T={number(node['horizon'])})")

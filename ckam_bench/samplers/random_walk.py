@@ -142,6 +142,9 @@ class RandomWalk(Sampler):
     def warm_up(self, target: Target) -> None:
         warm_up_walk(target)
 
+    def describe(self) -> dict:
+        return {"adaptation": "none"}
+
     def init(self, target: Target, x0, rng: np.random.Generator) -> ChainState:
         self.target = target
         self.rng = rng
