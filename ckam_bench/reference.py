@@ -213,8 +213,9 @@ def run_chain(sampler, target, rng, x0, burn_in: int, iterations: int, thin: int
     sums = np.zeros((3, d))
     skipped = kept = n_held = 0
     accepted = steps = n_nonfinite = 0
-    while kept < iterations:
-        state, blk = sampler.advance(state, block)
+    while kept < iterations:  # blocks no longer than the draws still needed (a chain does not
+        # depend on its block sizes; a short run does not pay for a whole block)
+        state, blk = sampler.advance(state, max(1, min(block, burn_in - skipped + iterations - kept)))
         accepted += int(np.count_nonzero(blk.accepted))
         steps += blk.n
         n_nonfinite += int(blk.n_nonfinite)
@@ -282,10 +283,15 @@ def run_chains(target, make_sampler, chain_ids, *, burn_in: int, iterations: int
                seed: int = 0, start_spread: float = 1.0, log=None) -> list[ChainRun]:
     """Run the chains ``chain_ids`` (chain c: generator ``default_rng([seed, c])``, which draws
     its overdispersed start and then drives the sampler); ``make_sampler()`` builds a fresh
-    sampler per chain."""
+    sampler per chain. A noisy (pseudo-marginal) target draws its density estimates from the
+    chain's own stream ``default_rng([seed, c, 1])``, bound before the start is drawn: the chains
+    are independent, and a chain run alone (``chain=c``, a job of a SLURM sweep) is the same as
+    in a run of all chains."""
     thin = max(1, math.ceil(iterations / max_draws))
     runs = []
     for c in chain_ids:
+        if getattr(target, "noisy", False):
+            target.bind_rng(np.random.default_rng([int(seed), int(c), 1]))
         rng = np.random.default_rng([int(seed), int(c)])
         x0 = overdispersed_start(target, start_spread, rng)
         runs.append(run_chain(make_sampler(), target, rng, x0, burn_in, iterations, thin))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce Figures 4 and 5 of the KAMH paper (Sejdinovic et al. 2014, "Kernel Adaptive
+# Reproduce Figures 2, 4 and 5 of the KAMH paper (Sejdinovic et al. 2014, "Kernel Adaptive
 # Metropolis-Hastings") from fresh runs, then render them from the stored runs.
 #
 #   scripts/reproduce_kamh_paper.sh [--quick] [--jobs N] [--out DIR] [--glass]

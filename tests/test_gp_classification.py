@@ -133,3 +133,23 @@ def test_gradient_sampler_declines_gp_glass_from_the_cli(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "gradient" in lines[0] and "gp_glass" in lines[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_bench_yardstick_is_the_same_formula():
+    """scripts/bench_throughput.py times the estimate against a direct numpy/scipy evaluation:
+    for the same standard normals the two give the same value (so the ratio compares like with
+    like)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_throughput.py"
+    spec = importlib.util.spec_from_file_location("bench_throughput", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    target = gp_glass()
+    for seed in (0, 5):
+        theta = np.random.default_rng(seed).normal(0.0, 1.5, 9) * seed / 5
+        eps = np.random.default_rng(seed + 1).standard_normal((target.X.shape[0], target.n_importance))
+        target.rng = np.random.default_rng(seed + 1)
+        assert target.log_density(theta) == pytest.approx(
+            bench.direct_glass_log_density(target.X, target.y, theta, eps), abs=1e-8)

@@ -117,6 +117,17 @@ def test_gradient_against_finite_differences_and_jit(make):
     assert target._log_density_batch(target.sample(3, rng)).shape == (3,)
 
 
+def test_banana_hessian_against_finite_differences_of_the_gradient():
+    target = Banana(5, 0.1, 100.0)
+    assert target.has_hessian
+    h = 1e-6
+    for x in target.sample(5, np.random.default_rng(8)):
+        H = target._hessian_log_density(x)
+        fd = np.array([(target._grad_log_density(x + h * e) - target._grad_log_density(x - h * e)) / (2 * h)
+                       for e in np.eye(5)])
+        assert np.allclose(H, H.T) and np.allclose(H, fd, rtol=1e-5, atol=1e-5)
+
+
 def test_flower_gradient_is_nan_at_the_origin():
     target = Flower(3)
     assert np.all(np.isnan(target._grad_log_density(np.zeros(3))[:2]))

@@ -24,7 +24,7 @@ def test_figure5_and_table(runs, tmp_path):
     results = load_results(runs)
     assert {r.sampler for r in results.runs} == {"rw", "kamh"}
     names = {d.stem for d in paper_kamh.figures(results)}
-    assert names == {"kamh_fig5_banana_moderate"}
+    assert names == {"kamh_fig2_banana_moderate", "kamh_fig5_banana_moderate"}
     (table,) = paper_kamh.tables(results)
     assert [row[1] for row in table.rows] == ["SM", "KAMH-LS"]
     assert all(row[2] == "2" for row in table.rows)

@@ -53,7 +53,7 @@ FIGURE_SOURCES["gradient"] = paper_gradient.figures  # Titsias & Dellaportas: Fi
 TABLE_SOURCES["gradient"] = paper_gradient.tables  # Titsias & Dellaportas: Tables 1-7
 FIGURE_SOURCES["divergence"] = paper_divergence.figures  # Dharamshi et al.: Figs 7-9, 12
 TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Tables 1-4
-FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 4-5
+FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 2, 4, 5
 TABLE_SOURCES["kamh"] = paper_kamh.tables  # Sejdinovic et al.: Figure 5 numbers
 
 

@@ -8,6 +8,12 @@
 * :func:`figure4` — gp_glass: ‖Ê[X] − E_ref[X]‖ and MMD² to the reference sample against the
   number of collected samples, median over chains with an 80 % band (needs the certified
   reference: ``ckam-bench-reference target=gp_glass``).
+* :func:`figure2` — per banana target with a stored KAM run (kamh, else kam): 95 % contours of
+  KAM's proposal N(y, γ²I + ν²A_yA_yᵀ) at five points y, projected on (x₀, x₁), over the
+  density; the subsample z is M (the run's ``subsample_size``) evenly spaced rows of the run's
+  stored sample, the kernel the run's (fitted on z: the median heuristic), ν and γ the run's
+  last recorded values (:func:`ckam_bench.samplers.kameleon.proposal_covariance`, the
+  sampler's own covariance).
 * :func:`summary_table` — the numbers of Figure 5 (medians over chains).
 
 :func:`figures` and :func:`tables` are the sources registered in ``ckam-bench-figures``.
@@ -111,6 +117,83 @@ def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
     return Drawn(f"kamh_fig4_{target}", fig, caption, SECTION, f"{target}: Figure 4")
 
 
+FIG2_TARGETS = ("banana_moderate", "banana_strong", "banana")
+FIG2_SAMPLERS = ("kamh", "kam")
+FIG2_QUANTILES = (0.03, 0.2, 0.5, 0.8, 0.97)  # points y: states at these quantiles of x₀
+
+
+def contour(y, C, level: float = 0.95, n: int = 100) -> np.ndarray:
+    """(n, 2) points of the ``level`` contour of N(y[:2], C[:2, :2]), the proposal's marginal on
+    (x₀, x₁): {p : (p − y)ᵀ C⁻¹ (p − y) = F⁻¹_χ²₂(level)}."""
+    from scipy.stats import chi2
+
+    angle = np.linspace(0.0, 2.0 * np.pi, n)
+    circle = np.stack([np.cos(angle), np.sin(angle)])
+    L = np.linalg.cholesky(np.asarray(C, float)[:2, :2])
+    return (np.asarray(y, float)[:2, None] + np.sqrt(chi2.ppf(level, 2)) * (L @ circle)).T
+
+
+def proposal_setup(run: StoredRun):
+    """(kernel, z, ν, γ, target) of a stored KAM run: z = M evenly spaced rows of its stored
+    sample (M = the run's subsample size), the run's kernel, its last recorded ν and γ."""
+    from hydra.utils import instantiate
+
+    samples, diag = run.samples(), run.diagnostics()
+    if samples is None or diag is None or diag.empty or not run.config or "kernel" not in run.config:
+        return None
+    X = samples[[c for c in samples.columns if c.startswith("x")]].to_numpy(float)
+    m = int((run.config.get("sampler") or {}).get("subsample_size", 1000))
+    if len(X) < 2:
+        return None
+    Z = X[np.unique(np.linspace(0, len(X) - 1, min(m, len(X))).round().astype(int))]
+    kernel = instantiate(run.config["kernel"])
+    last = diag.iloc[-1]
+    return kernel, Z, float(last["step_size"]), float(last["noise"]), run.build_target()
+
+
+def figure2(results: Results, target: str) -> Drawn | None:
+    import matplotlib.pyplot as plt
+
+    from ckam_bench.samplers.kameleon import proposal_covariance
+
+    runs = [r for s in FIG2_SAMPLERS for r in sorted(results.select(target=target, sampler=s), key=lambda r: r.seed)]
+    found = next(((r, p) for r in runs if (p := proposal_setup(r)) is not None), None)
+    if found is None:
+        return None
+    run, (kernel, Z, nu, gamma, tgt) = found
+    points = [Z[i] for i in np.argsort(Z[:, 0])[np.round(np.asarray(FIG2_QUANTILES) * (len(Z) - 1)).astype(int)]]
+    rings = [contour(y, proposal_covariance(kernel, y, Z, nu, gamma)) for y in points]
+    # the plot: the subsample and the contours, 10 % margins, inside the target's box
+    extent = np.vstack([Z[:, :2], *rings])
+    low, high = extent.min(0), extent.max(0)
+    low, high = low - 0.1 * (high - low), high + 0.1 * (high - low)
+    if tgt.box is not None:
+        low, high = np.maximum(low, tgt.box[:2, 0]), np.minimum(high, tgt.box[:2, 1])
+    (x0, y0), (x1, y1) = low, high
+    gx, gy = np.meshgrid(np.linspace(x0, x1, 240), np.linspace(y0, y1, 240))
+    grid = np.zeros((gx.size, tgt.dim))
+    grid[:, 0], grid[:, 1] = gx.ravel(), gy.ravel()
+    dens = np.exp(tgt.log_density_batch(grid)).reshape(gx.shape)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.contourf(gx, gy, dens, levels=12, cmap="Greys")
+    ax.scatter(Z[:, 0], Z[:, 1], s=2, color="tab:blue", alpha=0.3, label=f"subsample z (M = {len(Z)})")
+    for y, ring in zip(points, rings):
+        ax.plot(ring[:, 0], ring[:, 1], color="tab:red", lw=1.2)
+        ax.plot(y[0], y[1], "o", color="tab:red", ms=3)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel("x₀")
+    ax.set_ylabel("x₁")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(f"{target}: KAM proposals (95 % contours)")
+    fig.tight_layout()
+    caption = (f"95 % contours of KAM's proposal N(y, γ²I + ν²A_yA_yᵀ) at five points y (projected on "
+               f"(x₀, x₁)), over the density slice at x₂ = … = 0; z: {len(Z)} evenly spaced states of the "
+               f"stored sample of {run.sampler} seed {run.seed}, kernel {kernel!r} fitted on z, ν = {nu:.3g}, "
+               f"γ = {gamma:.3g} (the run's last values).")
+    return Drawn(f"kamh_fig2_{target}", fig, caption, SECTION, f"{target}: Figure 2")
+
+
 def summary_table(results: Results) -> Table | None:
     rows = []
     for target in FIG5_TARGETS:
@@ -128,7 +211,8 @@ def summary_table(results: Results) -> Table | None:
 
 
 def figures(results: Results, settings=None) -> list[Drawn]:
-    drawn = [figure5(results, t) for t in FIG5_TARGETS] + [figure4(results)]
+    drawn = ([figure2(results, t) for t in FIG2_TARGETS] + [figure5(results, t) for t in FIG5_TARGETS]
+             + [figure4(results)])
     return [d for d in drawn if d is not None]
 
 

@@ -152,7 +152,7 @@ from ckam_bench.samplers.random_walk import metropolis_walk, warm_up_walk
 from ckam_bench.schedules import CyclicalCosine
 from ckam_bench.targets.base import Target
 
-__all__ = ["KAMState", "CyclicalKAMState", "KAM", "CyclicalKAM"]
+__all__ = ["KAMState", "CyclicalKAMState", "KAM", "CyclicalKAM", "proposal_covariance"]
 
 _PIVOT_TOL = 1e-12
 _MAX_JITTER_TRIES = 40
@@ -322,6 +322,22 @@ def centred_gradients(kernel, x: np.ndarray, Z: np.ndarray, weights: np.ndarray 
     G -= (np.full(G.shape[0], 1.0 / G.shape[0]) if weights is None else weights) @ G
     G *= 2.0
     return G, G.T.dot(G)
+
+
+def proposal_covariance(kernel, x, Z, step_size: float, noise: float) -> np.ndarray:
+    """C(x) = γ² I + ν² A_x A_xᵀ, the covariance of KAM's proposal q(·|x) = N(x, C(x)) for the
+    subsample ``Z`` (``kernel`` is fitted on Z, as at a redraw; M < 2 gives γ² I).
+
+    The same routines as the sampling loop and :meth:`_Kameleon.log_proposal_density`
+    (``kernel.fit``, :func:`centred_gradients`); the KAMH paper's Figure 2 draws its contours.
+    """
+    x = np.asarray(x, float)
+    Z = np.asarray(Z, float).reshape(-1, x.shape[0])
+    C = np.zeros((x.shape[0], x.shape[0]))
+    if Z.shape[0] >= 2:
+        C = step_size**2 * centred_gradients(kernel.fit(Z), x, Z)[1]
+    C.flat[:: x.shape[0] + 1] += noise**2
+    return C
 
 
 def floyd_subset(n: int, k: int, uniforms: list[float]) -> list[int]:

@@ -8,7 +8,10 @@ density is normalised:
     \log\pi(y) = \log N(y_1; 0, v) + \log N(r; 0, 1) + \textstyle\sum_{j\ge3} \log N(y_j; 0, 1),
     \qquad r = y_2 - b(y_1^2 - v),
 
-    \nabla\log\pi(y) = \big(-y_1/v + 2b\,y_1 r,\; -r,\; -y_3, \dots, -y_d\big).
+    \nabla\log\pi(y) = \big(-y_1/v + 2b\,y_1 r,\; -r,\; -y_3, \dots, -y_d\big),
+
+and the Hessian is :math:`-I` except :math:`\partial_{11} = -1/v + 2br - 4b^2y_1^2`,
+:math:`\partial_{12} = 2by_1`.
 
 Exact draws: X, then the twist. Exact moments: :math:`E[Y] = 0`, :math:`\mathrm{Var}[Y_1] = v`,
 :math:`\mathrm{Var}[Y_2] = 1 + 2b^2v^2`, the others 1; fourth moments :math:`3v^2`,
@@ -126,6 +129,15 @@ class Banana(Target):
         grad[0] = -x[0] / self.v + 2.0 * self.b * x[0] * r
         grad[1] = -r
         return grad
+
+    def _hessian_log_density(self, x: np.ndarray) -> np.ndarray:
+        """∇² log π: −I except ∂₁₁ = −1/v + 2b r − 4b²y₁², ∂₁₂ = 2b y₁ (gadMALA exact uses it)."""
+        x = np.asarray(x, float)
+        r = x[1] - self.b * (x[0] ** 2 - self.v)
+        H = -np.eye(self.dim)
+        H[0, 0] = -1.0 / self.v + 2.0 * self.b * r - 4.0 * self.b**2 * x[0] ** 2
+        H[0, 1] = H[1, 0] = 2.0 * self.b * x[0]
+        return H
 
     def _params(self):
         return (self.b, self.v, self._log_const)
