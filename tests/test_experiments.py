@@ -373,6 +373,7 @@ def check_run_folder(path: Path, experiment: str) -> None:
     assert len(run.trace) >= 4, run.trace[["sampler_seconds"]]
 
 
+@pytest.mark.slow  # a real joblib sweep (~25 s)
 def test_joblib_sweep_runs_every_job_and_renders(tmp_path):
     cli("-m", "experiment=paper_bimodal", "sampler=rw,ckam", "seed=0,1", "budget.seconds=1",
         "progress=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", cwd=tmp_path)

@@ -213,6 +213,7 @@ def test_signals_write_a_final_checkpoint(tmp_path, sig):
     assert store.read_resume(out / store.RESUME)[1]["iterations"] == status["totals"]["iterations"]
 
 
+@pytest.mark.slow  # three sweeps (~25 s)
 def test_rerun_skips_complete_and_refuses_other_config(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", "sampler=rw,gam", "seed=0,1", "budget.seconds=0.3", f"hydra.sweep.dir={sweep}"]

@@ -308,7 +308,7 @@ def _kill_at_writes(tmp_path, writes):
 
 
 def test_kill_at_some_checkpoint_writes(tmp_path):
-    _kill_at_writes(tmp_path, [1, 2, 7, 12, 23])
+    _kill_at_writes(tmp_path, [1, 7, 23])  # every write: the slow test below
 
 
 @pytest.mark.slow
@@ -371,6 +371,7 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
 
 
 # ---------------------------------------------------------------------------- sweeps
+@pytest.mark.slow  # four sweeps (~25 s)
 def test_a_refused_job_does_not_abort_the_sweep(tmp_path):
     sweep = tmp_path / "sweep"
     base = ["-m", *RW, f"hydra.sweep.dir={sweep}", "seed=0,1"]
