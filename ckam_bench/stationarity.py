@@ -280,9 +280,15 @@ DEFAULT_TIMES = (1000, 5000, 20000)
 
 def default_times(sampler) -> list[int]:
     """Cycles 1, 2, 5, 10, 20 of a cyclic sampler (``describe()["cycle_length"]``), else
-    iterations 1000, 5000, 20000."""
-    cycle = (sampler.describe() or {}).get("cycle_length")
-    return [int(c * cycle) for c in DEFAULT_CYCLES] if cycle else list(DEFAULT_TIMES)
+    iterations 1000, 5000, 20000 — counted from the end of a finite adaptation
+    (``describe()["adapt_until"]``) when the sampler has one: while it adapts, such a
+    sampler need not keep π (those iterations are not collected); the kernel it freezes must."""
+    info = sampler.describe() or {}
+    cycle = info.get("cycle_length")
+    if cycle:
+        return [int(c * cycle) for c in DEFAULT_CYCLES]
+    start = int(info.get("adapt_until") or 0)
+    return [start + t for t in DEFAULT_TIMES]
 
 
 def write_outputs(result: StationarityResult, out_dir: Path, info: dict) -> dict:
@@ -294,7 +300,7 @@ def write_outputs(result: StationarityResult, out_dir: Path, info: dict) -> dict
     if clash:
         raise FileExistsError(f"{out_dir} already holds {', '.join(clash)}: choose a new output folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {**result.summary(), **info}
+    summary = {**info, **result.summary()}  # the check's n_chains, not a sampler's own (PT)
     tests = result.tests.copy()
     for col in ("share", "reference_share"):
         if col in tests:

@@ -644,8 +644,11 @@ class DivergenceMinimisation(Sampler):
             kind = "non-diminishing"
         else:
             kind = "diminishing"
-        return {"adaptation": kind, "gamma0": float(self.rate(0)), "clip": self.clip, "n_draws": self.n_draws,
+        info = {"adaptation": kind, "gamma0": float(self.rate(0)), "clip": self.clip, "n_draws": self.n_draws,
                 "collects": "main chain only" if self._scout else "the chain"}
+        if kind == "finite":  # the kernel is fixed from this iteration on
+            info["adapt_until"] = int(self.rate.until)
+        return info
 
     def warm_up(self, target: Target) -> None:
         if compiled_density_and_grad(target) is not None:
@@ -785,7 +788,8 @@ class FiniteDivergenceMinimisation(DivergenceMinimisation):
 
     def describe(self) -> dict:
         return {**super().describe(), "adaptation": "finite", "adapt_iterations": self.adapt_iterations,
-                "bank_size": self.bank_size, "reverse_factor": self.reverse_factor}
+                "adapt_until": self.adapt_iterations, "bank_size": self.bank_size,
+                "reverse_factor": self.reverse_factor}
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> DMState:
         d = target.dim
