@@ -244,3 +244,13 @@ class HyperbolicDecay:
         if self.until is not None and t >= self.until:
             return 0.0
         return self.scale / (1.0 + t / self.horizon)
+
+    @property
+    def finite(self) -> bool:
+        """Adaptation stops at ``until`` (finite adaptation)."""
+        return self.until is not None
+
+    @property
+    def diminishing(self) -> bool:
+        """Decays to 0 like 1/t (Σ rate = ∞, Σ rate² < ∞) when it never stops."""
+        return True

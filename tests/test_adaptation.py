@@ -84,5 +84,6 @@ def test_paper_am_rate_schedule():
     rate = HyperbolicDecay(scale=0.001, horizon=4000.0, until=20000)
     assert rate(0) == 0.001 and math.isclose(rate(4000), 0.0005) and math.isclose(rate(19999), 0.001 / (1 + 19999 / 4000))
     assert rate(20000) == 0.0 and HyperbolicDecay()(10**6) > 0
+    assert rate.finite and not HyperbolicDecay().finite and HyperbolicDecay().diminishing
     with pytest.raises(ValueError, match="^horizon must be"):
         HyperbolicDecay(horizon=0)
