@@ -180,8 +180,10 @@ def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
             "budget.max_iterations=3000", "progress=false", f"hydra.sweep.dir={sweep}"]
     proc = run(args, work, site)
     assert proc.returncode == 0, proc.stderr
-    folders = sorted(p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # the run folders (the sweep also holds report/, written by the end-of-sweep callback)
+    folders = sorted(p for p in sweep.iterdir() if (p / "status.json").is_file())
     assert len(folders) == 4
+    assert (sweep / "report" / "report.html").is_file()
     for folder in folders:
         status = json.loads((folder / "status.json").read_text())
         assert status["state"] == "complete", (folder, status["state"])
