@@ -313,7 +313,7 @@ def test_kill_at_some_checkpoint_writes(tmp_path):
 
 @pytest.mark.slow
 def test_kill_at_every_checkpoint_write(tmp_path):
-    _kill_at_writes(tmp_path, range(1, 60))
+    _kill_at_writes(tmp_path, range(1, 60, 2))
 
 
 # ---------------------------------------------------------------------------- the lock

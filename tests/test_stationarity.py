@@ -204,7 +204,7 @@ def _default_samplers():
     return sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "sampler").glob("*.yaml"))
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 23 samplers x 2 targets; each sampler's own module has faster invariance tests
 @pytest.mark.parametrize("target", ["gauss2d_corr", "gmm2d"])
 @pytest.mark.parametrize("sampler", _default_samplers())
 def test_every_default_sampler_passes(sampler, target):
