@@ -124,3 +124,18 @@ def test_ladders_and_burnin():
 def test_bad_arguments_name_the_key(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ParallelTempering(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["pt", "pt2", "pt10"])
+def test_shipped_configs_pass_the_stationarity_check(name):
+    """conf/sampler/pt.yaml, pt2.yaml, pt10.yaml as shipped: chains from exact draws of gmm2d
+    stay distributed as π."""
+    from hydra import compose, initialize_config_module
+    from hydra.utils import instantiate
+
+    from tests.samplers.invariance import assert_stationary
+
+    with initialize_config_module(config_module="ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"sampler={name}", "target=gmm2d"])
+    assert_stationary(lambda: instantiate(cfg.sampler), instantiate(cfg.target), n_chains=40,
+                      times=[500, 2000], seed=5)
