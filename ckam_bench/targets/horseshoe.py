@@ -42,6 +42,7 @@ unknown (a certified reference sample is the reference-sample command's job).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
@@ -154,6 +155,7 @@ class Horseshoe(Target):
         self.data_path = str(path)
         self.true_coefficients = beta_true
         self.coefficient_slice = slice(0, p)
+        self._digest = hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest()
         self._xtx = np.ascontiguousarray(X.T @ X)
         self._xty = X.T @ y
         self._yty = float(y @ y)
@@ -163,6 +165,10 @@ class Horseshoe(Target):
 
     def _params(self):
         return (self._xtx, self._xty, self._yty, float(self.n_obs), self._log_const)
+
+    def regression_statistics(self) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """(XᵀX, Xᵀy, yᵀy, n): what the exact Gibbs sampler (:mod:`ckam_bench.samplers.gibbs`) needs."""
+        return self._xtx, self._xty, self._yty, self.n_obs
 
     def _log_density(self, x: np.ndarray) -> float:
         return float(_horseshoe_log_density(np.ascontiguousarray(x, dtype=float), self._params()))
@@ -188,8 +194,8 @@ class Horseshoe(Target):
         return bind_density_and_grad(_horseshoe_log_density_grad, *self._params())
 
     def describe(self) -> dict:
-        return {**super().describe(), "data_file": self.data_path, "n_obs": self.n_obs,
-                "n_predictors": self.n_predictors}
+        return {**super().describe(), "n_obs": self.n_obs, "n_predictors": self.n_predictors,
+                "data_sha256": self._digest[:16]}
 
 
 def _data_path(override) -> Path:
