@@ -4,8 +4,8 @@
 appear with the built-in options) and prints every sampler, target, kernel, schedule and
 experiment with a one-line description — the YAML's leading comment, else the first line of
 its class's docstring — and what it can do: a target's dimension, gradient, exact draws and
-noisy (pseudo-marginal) density; a sampler's need for a gradient and whether it runs several
-chains. An entry that cannot be built is listed with its error instead of stopping the list.
+noisy (pseudo-marginal) density; a sampler's need for a gradient (or for specific targets)
+and whether it runs several chains. An entry that cannot be built is listed with its error instead of stopping the list.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+
+import numpy as np
 
 import ckam_bench
 
@@ -105,19 +107,28 @@ def _describe(node) -> str:
         return ""
 
 
-class _NoGradient:
-    """A one-dimensional target without a gradient: samplers that need one decline it."""
+def _flat_targets():
+    """Two one-dimensional standard normals: one without a gradient (samplers that need one
+    decline it) and one with a gradient and a Hessian (only samplers made for specific targets
+    decline it)."""
+    from ckam_bench.targets.base import Target
 
-    def __init__(self):
-        from ckam_bench.targets.base import Target
+    class Flat(Target):
+        name = "no-gradient"
 
-        class Flat(Target):
-            name = "no-gradient"
+        def _log_density(self, x):
+            return -0.5 * float(x @ x)
 
-            def _log_density(self, x):
-                return -0.5 * float(x @ x)
+    class Smooth(Flat):
+        name = "standard-normal"
 
-        self.target = Flat(1)
+        def _grad_log_density(self, x):
+            return -np.asarray(x, float)
+
+        def _hessian_log_density(self, x):
+            return -np.eye(1)
+
+    return Flat(1), Smooth(1)
 
 
 def _target_caps(cfg) -> str:
@@ -136,8 +147,11 @@ def _sampler_caps(cfg) -> str:
     from hydra.utils import instantiate
 
     s = instantiate(cfg.sampler)
-    skip, _ = s.skip(_NoGradient().target)
-    caps = ["needs a gradient" if skip else "gradient-free"]
+    flat, smooth = _flat_targets()
+    if not s.skip(flat)[0]:
+        caps = ["gradient-free"]
+    else:
+        caps = ["specific targets only" if s.skip(smooth)[0] else "needs a gradient"]
     if getattr(s, "multi_chain", False):
         caps.append("multi-chain")
     if getattr(s, "kernel", None) is not None:

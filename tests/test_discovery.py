@@ -41,5 +41,6 @@ def test_list_shows_every_option_with_capabilities(tmp_path):
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert "d=2, gradient, exact draws" in lines["bimodal"]
     assert "gradient-free" in lines["rw"] and "kernel" in lines["ckam"]
+    assert "needs a gradient" in lines["mala"] and "specific targets only" in lines["horseshoe_gibbs"]
     assert "error:" not in out
     assert list(tmp_path.iterdir()) == []
