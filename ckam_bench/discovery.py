@@ -5,7 +5,8 @@ appear with the built-in options) and prints every sampler, target, kernel, sche
 experiment with a one-line description — the YAML's leading comment, else the first line of
 its class's docstring — and what it can do: a target's dimension, gradient, exact draws and
 noisy (pseudo-marginal) density; a sampler's need for a gradient (or for specific targets)
-and whether it runs several chains. An entry that cannot be built is listed with its error instead of stopping the list.
+and whether it runs several chains. An entry that cannot be built is listed with its error
+instead of stopping the list.
 """
 
 from __future__ import annotations
