@@ -43,6 +43,7 @@ from scipy.special import gammaincinv, ndtri
 from ckam_bench import jit
 from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
 from ckam_bench.targets.base import Target
+from ckam_bench.targets.horseshoe import residual_sum_of_squares
 
 _TINY = 1e-300  # floor of a variance, so 1/variance stays finite
 
@@ -76,13 +77,7 @@ def _gibbs_sweeps(x, nu, aux, xtx, xty, yty, n_obs, normals, expo, g_tau, g_sigm
                 s -= chol[k, i] * x[k]
             x[i] = s / chol[i, i]
         # σ² | β, a and a | σ²
-        rss = yty
-        for i in range(p):
-            t = 0.0
-            for j in range(p):
-                t += xtx[i, j] * x[j]
-            rss += x[i] * t - 2.0 * x[i] * xty[i]
-        rss = max(rss, 0.0)
+        rss = residual_sum_of_squares(x, xtx, xty, yty)
         sig2 = (0.5 * rss + 1.0 / aux[1]) / g_sigma[it]
         aux[1] = (1.0 + 1.0 / sig2) / expo[it, 2 * p + 1]
         # λ² | β, τ, ν and ν | λ²; Σ β²/λ² for τ

@@ -82,6 +82,19 @@ def _log1p_exp(z):
 
 
 @jit.helper
+def residual_sum_of_squares(beta, xtx, xty, yty):
+    """‖y − Xβ‖² = yᵀy − 2βᵀXᵀy + βᵀXᵀXβ from the precomputed statistics (floored at 0)."""
+    p = xty.shape[0]
+    rss = yty
+    for i in range(p):
+        xtx_beta = 0.0
+        for j in range(p):
+            xtx_beta += xtx[i, j] * beta[j]
+        rss += beta[i] * xtx_beta - 2.0 * beta[i] * xty[i]
+    return max(rss, 0.0)
+
+
+@jit.helper
 def _horseshoe_log_density_grad(theta, grad_out, params):
     """Horseshoe log posterior and gradient (into ``grad_out``), compiled."""
     xtx, xty, yty, n_obs, log_const = params
