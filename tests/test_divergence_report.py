@@ -4,6 +4,7 @@ lacks, the paper's row order, and the scatter / trace figures written as files."
 
 import numpy as np
 import pandas as pd
+import pytest
 from omegaconf import OmegaConf
 
 from ckam_bench import rundir, store
@@ -60,3 +61,32 @@ def test_tables_and_figures(tmp_path):
     saved = [d.save(tmp_path / "out", ("png",)) for d in figures(results)]
     assert {f.paths[0].name for f in saved} == {"dm_scatter_double_banana.png", "dm_traces_basis4.png"}
     assert all(p.stat().st_size > 1000 for f in saved for p in f.paths)
+
+
+@pytest.mark.slow
+def test_reproduce_divergence_script_with_one_seed(tmp_path):
+    """The documented command end to end with one seed: every experiment's sweep (MALA and,
+    on the horseshoe, the exact Gibbs sampler included), the four tables with a row per sampler,
+    Table 4 scored against the shipped horseshoe reference, and the figures."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_divergence_paper.sh"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = tmp_path / "dm"
+    proc = subprocess.run(["bash", str(script), "--seeds", "1", "--out", str(out)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = out / "report"
+    expected = {"double_banana": 9, "basis4": 9, "banana_bunch": 9, "horseshoe": 8}
+    for target, n_samplers in expected.items():
+        table = (report / f"dm_table_{target}.md").read_text()
+        rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| sampler")]
+        assert len(rows) == n_samplers, (target, rows)
+        assert any(r.startswith("| mala |") for r in rows)
+    horseshoe = (report / "dm_table_horseshoe.md").read_text()
+    gibbs = next(line for line in horseshoe.splitlines() if line.startswith("| horseshoe_gibbs |"))
+    assert "N/A" not in gibbs.split("|")[4]  # the mean error against the reference
+    assert (report / "dm_scatter_double_banana.png").is_file() and (report / "dm_traces_basis4.png").is_file()
