@@ -58,39 +58,16 @@
 # re-renders the report; a partly filled experiment folder stops the script (delete it first).
 set -euo pipefail
 
+PROG=reproduce_ckam_paper.sh
+DEFAULT_OUT=ckam_paper
+. "$(dirname "$0")/reproduce_common.sh"
+
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0
-jobs=2
-seeds=""
-out=""
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --quick) quick=1; shift ;;
-        --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
-        --seeds) seeds="${2:?--seeds needs a number}"; shift 2 ;;
-        --out) out="${2:?--out needs a folder}"; shift 2 ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "reproduce_ckam_paper.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
-    esac
-done
+parse_options "$@"
 if [[ -z "$seeds" ]]; then seeds=$(( quick ? 2 : 5 )); fi
-if [[ -z "$out" ]]; then out=$([[ $quick == 1 ]] && echo outputs/ckam_paper_quick || echo outputs/ckam_paper); fi
-for value in "$jobs" "$seeds"; do
-    if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
-        echo "reproduce_ckam_paper.sh: --jobs and --seeds need a positive integer, got $value" >&2
-        exit 2
-    fi
-done
-for tool in ckam-bench ckam-bench-figures ckam-bench-check; do
-    command -v "$tool" >/dev/null || { echo "reproduce_ckam_paper.sh: $tool not found (pip install -e .)" >&2; exit 2; }
-done
-
-# Single-threaded numerics in every run (joblib workers inherit these).
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-
-mkdir -p "$out/logs"
-out=$(cd "$out" && pwd)
+need_tools ckam-bench ckam-bench-figures ckam-bench-check
+prepare_out
 seed_list=$(seq -s, 0 $(( seeds - 1 )))
 
 # experiment | runs per seed | --quick budget (s). The quick budgets keep three distinct values
@@ -106,10 +83,6 @@ experiments=(
     "paper_bimodal_kernels 3 4"
 )
 
-complete_runs() {
-    grep -l '"state": "complete"' "$1"/*/status.json 2>/dev/null | wc -l
-}
-
 start_all=$SECONDS
 for line in "${experiments[@]}"; do
     read -r name per_seed quick_budget <<< "$line"
@@ -121,20 +94,14 @@ for line in "${experiments[@]}"; do
             echo "== $name: $done_runs complete runs already in $dir, not run again"
             continue
         fi
-        echo "reproduce_ckam_paper.sh: $dir holds $done_runs of $expected complete runs;" \
+        echo "$PROG: $dir holds $done_runs of $expected complete runs;" \
              "delete it (or choose another --out) and start again" >&2
         exit 1
     fi
-    args=(-m "experiment=$name" "seed=$seed_list" progress=false
-          hydra/launcher=joblib "hydra.launcher.n_jobs=$jobs" "hydra.sweep.dir='$dir'")
+    args=("experiment=$name" "seed=$seed_list")
     if [[ $quick == 1 ]]; then args+=("budget.seconds=$quick_budget"); fi
-    echo "== $name: $expected runs, $jobs at a time -> $dir"
-    start=$SECONDS
-    ckam-bench "${args[@]}" > "$out/logs/$name.log" 2>&1 || {
-        echo "reproduce_ckam_paper.sh: $name failed, see $out/logs/$name.log" >&2
-        exit 1
-    }
-    echo "   $(complete_runs "$dir") complete runs in $(( SECONDS - start )) s"
+    note="$expected runs, $jobs at a time"
+    sweep "$name" "$dir" "${args[@]}"
 done
 
 # The stationarity check of published cKAM and of its finite-adaptation variant on the bimodal
@@ -150,12 +117,10 @@ for sampler in ckam ckam_finite; do
     echo "== stationarity check: $sampler on bimodal -> $dir"
     ckam-bench-check "sampler=$sampler" experiment=paper_bimodal "${check_args[@]}" \
         "hydra.run.dir='$dir'" > "$out/logs/check_$sampler.log" 2>&1 || {
-        echo "reproduce_ckam_paper.sh: check of $sampler failed, see $out/logs/check_$sampler.log" >&2
+        echo "$PROG: check of $sampler failed, see $out/logs/check_$sampler.log" >&2
         exit 1
     }
     tail -n 2 "$out/logs/check_$sampler.log" | head -n 1
 done
 
-echo "== figures and tables -> $out/report"
-ckam-bench-figures "$out" --out "$out/report" | tee "$out/logs/figures.log"
-echo "== done in $(( SECONDS - start_all )) s: $out/report/report.md"
+render

@@ -31,59 +31,20 @@
 # skips the runs already complete for the same config, resumes interrupted ones from their last
 # checkpoint and only then renders DIR/report/ (report.md, dm_table_<target>.md/.tex, figures).
 set -euo pipefail
+PROG=reproduce_divergence_paper.sh
+DEFAULT_OUT=divergence_paper
+. "$(dirname "$0")/reproduce_common.sh"
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0
-jobs=2
-seeds=""
-out=""
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --quick) quick=1; shift ;;
-        --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
-        --seeds) seeds="${2:?--seeds needs a number}"; shift 2 ;;
-        --out) out="${2:?--out needs a folder}"; shift 2 ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "reproduce_divergence_paper.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
-    esac
-done
+parse_options "$@"
 if [[ -z "$seeds" ]]; then seeds=$(( quick ? 2 : 10 )); fi
-if [[ -z "$out" ]]; then
-    out=$([[ $quick == 1 ]] && echo outputs/divergence_paper_quick || echo outputs/divergence_paper)
-fi
-for value in "$jobs" "$seeds"; do
-    if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
-        echo "reproduce_divergence_paper.sh: --jobs and --seeds need a positive integer, got $value" >&2
-        exit 2
-    fi
-done
-for tool in ckam-bench ckam-bench-figures; do
-    command -v "$tool" >/dev/null || { echo "reproduce_divergence_paper.sh: $tool not found (pip install -e .)" >&2; exit 2; }
-done
-
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$out/logs"
-out=$(cd "$out" && pwd)
+need_tools ckam-bench ckam-bench-figures
+prepare_out
 seed_list=$(seq -s, 0 $(( seeds - 1 )))
 
-experiments=(dm_double_banana dm_basis4 dm_banana_bunch dm_horseshoe)
-
 start_all=$SECONDS
-for name in "${experiments[@]}"; do
-    dir="$out/$name"
-    args=(-m "experiment=$name" "seed=$seed_list" progress=false
-          hydra/launcher=joblib "hydra.launcher.n_jobs=$jobs" "hydra.sweep.dir='$dir'")
-    echo "== $name -> $dir"
-    start=$SECONDS
-    ckam-bench "${args[@]}" > "$out/logs/$name.log" 2>&1 || {
-        echo "reproduce_divergence_paper.sh: $name failed, see $out/logs/$name.log" >&2
-        exit 1
-    }
-    echo "   $(grep -l '"state": "complete"' "$dir"/*/status.json 2>/dev/null | wc -l) complete runs" \
-         "in $(( SECONDS - start )) s"
+for name in dm_double_banana dm_basis4 dm_banana_bunch dm_horseshoe; do
+    sweep "$name" "$out/$name" "experiment=$name" "seed=$seed_list"
 done
-
-echo "== figures and tables -> $out/report"
-ckam-bench-figures "$out" --out "$out/report" | tee "$out/logs/figures.log"
-echo "== done in $(( SECONDS - start_all )) s: $out/report/report.md"
+render

@@ -12,39 +12,22 @@
 # writes DIR/report (gad_table*.md/.tex, gad_logp_*.png, gad_neal_diagL.png, report.md).
 # --quick: 2 seeds, 2 000 burn-in + 2 000 collected iterations (a smoke run of the pipeline).
 set -euo pipefail
+PROG=reproduce_gradient_paper.sh
+DEFAULT_OUT=gradient_paper
+. "$(dirname "$0")/reproduce_common.sh"
 
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
-
-quick=0
-jobs=2
-seeds=""
-out=""
 only=""
-while [[ $# -gt 0 ]]; do
+extra_option() {
     case "$1" in
-        --quick) quick=1; shift ;;
-        --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
-        --seeds) seeds="${2:?--seeds needs a number}"; shift 2 ;;
-        --out) out="${2:?--out needs a folder}"; shift 2 ;;
-        --only) only="${2:?--only needs experiment names}"; shift 2 ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "reproduce_gradient_paper.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+        --only) only="${2:?--only needs experiment names}"; consumed=2 ;;
+        *) return 1 ;;
     esac
-done
-if [[ -z "$out" ]]; then out=$([[ $quick == 1 ]] && echo outputs/gradient_paper_quick || echo outputs/gradient_paper); fi
-for value in "$jobs" ${seeds:+"$seeds"}; do
-    if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
-        echo "reproduce_gradient_paper.sh: --jobs and --seeds need a positive integer, got $value" >&2
-        exit 2
-    fi
-done
-for tool in ckam-bench ckam-bench-figures; do
-    command -v "$tool" >/dev/null || { echo "reproduce_gradient_paper.sh: $tool not found (pip install -e .)" >&2; exit 2; }
-done
+}
 
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-mkdir -p "$out/logs"
-out=$(cd "$out" && pwd)
+parse_options "$@"
+need_tools ckam-bench ckam-bench-figures
+prepare_out
 
 # experiment, seeds, samplers of the main sweep, whether AM runs (the paper skips it on MNIST)
 experiments=(
@@ -57,20 +40,6 @@ experiments=(
     "gad_logistic_caravan 10 gadmala_fast,gadmala_exact,gadrwm,mala,nuts am"
     "gad_mnist 5 gadmala_fast,mala,nuts -"
 )
-
-sweep() {  # name dir args...
-    local name=$1 dir=$2
-    shift 2
-    echo "== $name -> $dir"
-    local start=$SECONDS
-    ckam-bench -m "$@" progress=false hydra/launcher=joblib "hydra.launcher.n_jobs=$jobs" \
-        "hydra.sweep.dir='$dir'" > "$out/logs/$name.log" 2>&1 || {
-        echo "reproduce_gradient_paper.sh: $name failed, see $out/logs/$name.log" >&2
-        exit 1
-    }
-    echo "   $(grep -l '"state": "complete"' "$dir"/*/status.json 2>/dev/null | wc -l) complete runs" \
-         "in $(( SECONDS - start )) s"
-}
 
 start_all=$SECONDS
 for line in "${experiments[@]}"; do
@@ -89,6 +58,4 @@ for line in "${experiments[@]}"; do
     fi
 done
 
-echo "== tables and figures -> $out/report"
-ckam-bench-figures "$out" --out "$out/report" --formats png,pdf | tee "$out/logs/figures.log"
-echo "== done in $(( SECONDS - start_all )) s: $out/report/report.md"
+render --formats png,pdf
