@@ -432,8 +432,10 @@ def test_submitit_local_sweep(tmp_path):
 def test_reproduce_script_quick(tmp_path):
     """The whole pipeline with one seed: every figure and table of the paper is rendered."""
     out = tmp_path / "quick"
+    # the console scripts of this interpreter's environment, activated or not
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = subprocess.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=2400)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=2400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "skipped" not in proc.stdout
     report = out / "report"
@@ -442,5 +444,5 @@ def test_reproduce_script_quick(tmp_path):
         assert list(report.glob(f"table{n}_*.md")), n
     # a second call finds every experiment complete and only re-renders
     again = subprocess.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and again.stdout.count("not run again") == 6
