@@ -77,7 +77,7 @@ def _gibbs_sweeps(x, nu, aux, xtx, xty, yty, n_obs, normals, expo, g_tau, g_sigm
                 s -= chol[k, i] * x[k]
             x[i] = s / chol[i, i]
         # σ² | β, a and a | σ²
-        rss = residual_sum_of_squares(x, xtx, xty, yty)
+        rss = residual_sum_of_squares(x, xtx, xty, yty, w)  # w: scratch for Xᵀ(y − Xβ)
         sig2 = (0.5 * rss + 1.0 / aux[1]) / g_sigma[it]
         aux[1] = (1.0 + 1.0 / sig2) / expo[it, 2 * p + 1]
         # λ² | β, τ, ν and ν | λ²; Σ β²/λ² for τ

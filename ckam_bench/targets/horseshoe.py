@@ -82,8 +82,9 @@ def _log1p_exp(z):
 
 
 @jit.helper
-def residual_sum_of_squares(beta, xtx, xty, yty):
-    """‖y − Xβ‖² = yᵀy − 2βᵀXᵀy + βᵀXᵀXβ from the precomputed statistics (floored at 0)."""
+def residual_sum_of_squares(beta, xtx, xty, yty, xt_residual):
+    """‖y − Xβ‖² = yᵀy − 2βᵀXᵀy + βᵀXᵀXβ from the precomputed statistics (floored at 0);
+    writes Xᵀ(y − Xβ) into ``xt_residual[:p]``. Only β = ``beta[:p]`` is read."""
     p = xty.shape[0]
     rss = yty
     for i in range(p):
@@ -91,6 +92,7 @@ def residual_sum_of_squares(beta, xtx, xty, yty):
         for j in range(p):
             xtx_beta += xtx[i, j] * beta[j]
         rss += beta[i] * xtx_beta - 2.0 * beta[i] * xty[i]
+        xt_residual[i] = xty[i] - xtx_beta
     return max(rss, 0.0)
 
 
@@ -105,16 +107,7 @@ def _horseshoe_log_density_grad(theta, grad_out, params):
                 grad_out[i] = math.nan
             return math.nan if theta[j] != theta[j] else -math.inf
     log_tau, log_sigma = theta[2 * p], theta[2 * p + 1]
-    # ||y − Xβ||² and Xᵀ(y − Xβ)
-    rss = yty
-    for i in range(p):
-        xtx_beta = 0.0
-        for j in range(p):
-            xtx_beta += xtx[i, j] * theta[j]
-        rss += theta[i] * xtx_beta - 2.0 * theta[i] * xty[i]
-        grad_out[i] = xty[i] - xtx_beta
-    if rss < 0.0:
-        rss = 0.0
+    rss = residual_sum_of_squares(theta, xtx, xty, yty, grad_out)  # and Xᵀ(y − Xβ) into grad_out[:p]
     inv_s2 = math.exp(-2.0 * log_sigma)
     out = log_const - n_obs * log_sigma - 0.5 * rss * inv_s2
     d_log_tau = 0.0
