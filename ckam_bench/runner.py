@@ -516,6 +516,10 @@ class Runner:
         self.chain = self.sampler.init(self.target, self.x0, self.rng)
         self.clock_wall += time.perf_counter() - t0
         self.clock_cpu += time.thread_time() - c0
+        if resume is not None and not self.sampler.resumable:  # never two chains in one trace
+            resume = None
+            self.status_extra["restarted"] = (f"{self.labels['sampler']} cannot save its chain's "
+                                              f"state: the run restarted from its first iteration")
         if resume is not None:
             self._restore(resume.arrays, resume.meta)
         self.folder.write_status(self._status("running", "", self.wall_offset))
@@ -532,7 +536,7 @@ class Runner:
             self.chain, block = self.sampler.advance(self.chain, n)
             dt = time.perf_counter() - t0
             self.clock_wall += dt
-            self.clock_cpu += time.thread_time() - c0
+            self.clock_cpu += time.thread_time() - c0 + block.worker_cpu_seconds
             self._record_block(block)
             if block.n:
                 cost = {"density": (self.target.n_density - before[0]) / block.n,

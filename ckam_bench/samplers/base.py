@@ -49,6 +49,8 @@ class Block:
     n_jitter : proposal covariances that needed a jitter to be positive definite.
     logp : (n,) float or None, log π of the chain's state after iteration i (the log-target
         trace figures); None when the sampler does not record it (stored as NaN).
+    worker_cpu_seconds : CPU seconds the block took on threads other than the caller's (a
+        library that samples on a thread of its own); the runner adds them to its CPU clock.
     """
 
     samples: np.ndarray
@@ -60,6 +62,7 @@ class Block:
     n_nonfinite: int = 0
     n_jitter: int = 0
     logp: np.ndarray | None = None
+    worker_cpu_seconds: float = 0.0
 
     @property
     def n(self) -> int:
@@ -152,6 +155,9 @@ class Sampler:
     kernel = None
     multi_chain: bool = False
     """True for samplers that run several chains and collect the target chain only."""
+    resumable: bool = True
+    """False for a sampler whose chain state cannot be saved (a library's sampler running on
+    its own thread): the runner restarts a killed run of it from the first iteration."""
 
     def init(self, target: Target, x0, rng: np.random.Generator):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement init")
