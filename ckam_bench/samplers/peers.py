@@ -84,8 +84,12 @@ def library_version(distribution: str) -> str:
 
 
 def _jax():
+    import os
+
     jax = require("jax", "JAX")
     jax.config.update("jax_enable_x64", True)
+    if not os.environ.get("JAX_PLATFORMS"):  # the harness benchmarks on the CPU
+        jax.config.update("jax_platforms", "cpu")
     return jax
 
 

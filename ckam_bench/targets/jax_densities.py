@@ -7,7 +7,8 @@ registered base class); a target whose class is not registered has none, and the
 it with one line. ``tests/samplers/test_peers.py`` checks every function and its gradient
 against the target's numpy density and gradient (within 1e-10).
 
-JAX is imported only when a function is built (JAX is the optional ``peers`` extra).
+JAX is imported only when a function is built (JAX is the optional ``peers`` extra), and
+switched to float64 (``jax_enable_x64``) then.
 
 * :class:`~ckam_bench.targets.gaussians.Gaussian` (gauss2d_corr, neal100, gp51):
   :math:`c - \tfrac12\|L^{-1}(x - \mu)\|^2`.
@@ -104,6 +105,9 @@ def for_target(target) -> Callable | None:
     registry = _registry()
     for cls in type(target).__mro__:
         if cls in registry:
+            import jax
+
+            jax.config.update("jax_enable_x64", True)  # the targets' densities are float64
             return registry[cls](target)
     return None
 
