@@ -37,7 +37,9 @@ ess_median, ess_max`` by default), ``ess_per_second``, ``ess_per_density`` and
 **Clocks.** ``budget.clock=wall`` (default) counts the wall time of the sampler's calls;
 ``budget.clock=cpu`` the CPU time of the sampler's thread, which another process competing
 for the cores does not inflate. Both are recorded in every row; a run whose sampler got less
-than 80 % of a core is marked ``contended`` in its status.
+than 80 % of a core is marked ``contended`` in its status. A sampler whose library samples on
+threads of its own reports their CPU time per block (``Block.worker_cpu_seconds``), added to the
+CPU clock.
 
 **Resume.** The resume state holds, at every checkpoint, the sampler state, the random
 generator states, the clocks, all counters, the metric accumulators, the bounded stores and
@@ -46,7 +48,9 @@ checkpoint are redone after a kill). :meth:`Runner.run` on a folder whose claim 
 verified state continues from there: the trace continues without gaps or duplicates, and
 since every sampler's random stream does not depend on how iterations are split into blocks,
 a resumed run with checkpoints and budget in iterations writes exactly the rows and samples of
-an uninterrupted one. The state is removed when a run completes.
+an uninterrupted one. The state is removed when a run completes. A sampler that cannot save its
+chain's state (``resumable = False``) restarts a killed run from its first iteration instead
+(its status says ``restarted``), never continuing a new chain in an old trace.
 """
 
 from __future__ import annotations
