@@ -13,4 +13,6 @@
 * :mod:`~ckam_bench.samplers.divergence` — the divergence-minimisation (DM) sampler, its
   finite-adaptation variant and Scout MCMC (Dharamshi, Ngo & Rosenthal).
 * :mod:`~ckam_bench.samplers.tempering` — parallel tempering.
+* :mod:`~ckam_bench.samplers.peers` — the production samplers run inside the harness: nutpie,
+  NumPyro's NUTS, BlackJAX's NUTS with window adaptation (the optional extra ``peers``).
 """

@@ -160,7 +160,6 @@ class _JaxPeer(Sampler):
         if key not in cache:
             jax = _jax()
             init, step = self._functions(target)
-            dim = target.dim
 
             def block(carry, n):
                 def body(i, val):
@@ -175,7 +174,6 @@ class _JaxPeer(Sampler):
             init, block = jax.jit(init), jax.jit(block)
             carry = jax.device_get(init(jax.random.PRNGKey(0), np.asarray(target.start, float)))
             block(carry, np.int64(0))  # compiles without running an iteration
-            assert dim == target.dim
             cache[key] = (init, block)
         return cache[key]
 
@@ -192,10 +190,7 @@ class _JaxPeer(Sampler):
         leaves, self._treedef = jax.tree_util.tree_flatten(carry)
         target.n_density += 1  # the library's evaluation at the start
         target.n_grad += 1
-        logp = self._start_logp(carry)
-        if not math.isfinite(logp):
-            raise ValueError(f"log density at the start point is {logp}")
-        return PeerState(x=x, logp=logp, t=0, library_state=_leaves_dict(leaves), step=math.nan)
+        return PeerState(x=x, logp=self._start_logp(carry), t=0, library_state=_leaves_dict(leaves))
 
     def _start_logp(self, carry) -> float:  # pragma: no cover - abstract
         raise TypeError
@@ -394,6 +389,7 @@ class _Gate:
         self.quota = 0
         self.done = 0
         self.evals = 0
+        self.nonfinite = 0
         self.draws: list[np.ndarray] = []
         self.closing = False
 
@@ -416,9 +412,9 @@ class _Gate:
             if self.done >= self.quota:
                 self.cond.notify_all()
 
-    def grant(self, n: int, finished) -> tuple[list[np.ndarray], int]:
+    def grant(self, n: int, finished) -> tuple[list[np.ndarray], int, int]:
         """Let ``n`` more draws happen and wait for them (``finished()`` true: the chain died).
-        Returns the draws and the density evaluations."""
+        Returns the draws, the density evaluations and the non-finite ones among them."""
         with self.cond:
             self.quota += n
             self.cond.notify_all()
@@ -428,7 +424,8 @@ class _Gate:
                     raise RuntimeError("nutpie's chain stopped")
             draws, self.draws = self.draws, []
             evals, self.evals = self.evals, 0
-        return draws, evals
+            nonfinite, self.nonfinite = self.nonfinite, 0
+        return draws, evals, nonfinite
 
     def close(self) -> None:
         with self.cond:
@@ -457,6 +454,9 @@ class Nutpie(Sampler):
     variances, step size by dual averaging) during ``burn_in`` tuning draws.
 
     burn_in : nutpie's ``tune`` (not collected); target_accept; max_depth : nutpie's ``maxdepth``.
+    nutpie hands the harness each draw's position only: the block's acceptance is "the chain
+    moved", its step size and log density are not recorded (NaN), and non-finite densities met
+    (nutpie's divergences of that kind) are ``n_nonfinite``.
     max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
     """
@@ -498,8 +498,12 @@ class Nutpie(Sampler):
             gate.evals += 1
             if compiled is not None:
                 grad = np.empty(x.shape[0])
-                return compiled(x, grad), grad
-            return target._log_density(x), target._grad_log_density(x)
+                value = compiled(x, grad)
+            else:
+                value, grad = target._log_density(x), target._grad_log_density(x)
+            if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
+                gate.nonfinite += 1
+            return value, grad
 
         return logp
 
@@ -544,7 +548,7 @@ class Nutpie(Sampler):
                                f"(sampler.burn_in + sampler.max_draws): raise sampler.max_draws")
         background = self._background
         with WorkerClock() as clock:
-            draws, evals = self._gate.grant(n, lambda: _finished(background))
+            draws, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
         X = np.array(draws).reshape(n, self.target.dim)
@@ -552,7 +556,7 @@ class Nutpie(Sampler):
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=np.any(X != previous, axis=1),
                       accept_prob=np.full(n, np.nan), phase=phase, step_size=np.full(n, np.nan),
-                      noise=np.full(n, np.nan), worker_cpu_seconds=clock.seconds)
+                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, worker_cpu_seconds=clock.seconds)
         logp = state.logp if not block.accepted.any() else math.nan
         return PeerState(x=X[-1].copy(), logp=logp, t=state.t + n, library_state={},
                          mean_steps=evals / n), block
