@@ -154,6 +154,7 @@ def _run(folder, sampler, budget, checkpoints=None, unit="seconds"):
     return runner.run()
 
 
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_budgets_in_iterations_gradients_and_cpu_seconds(name, tmp_path):
     make = SAMPLERS[name]
@@ -184,6 +185,7 @@ def _interrupt_after(sampler, iterations):
     return sampler
 
 
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_killed_run_resumes_with_the_uninterrupted_result(name, tmp_path):
     """JAX peers continue from the checkpoint (library state, adaptation state and PRNG key are
@@ -221,6 +223,7 @@ def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
     assert not run.exists()
 
 
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
 def test_cli_run_records_library_versions(tmp_path):
     run = tmp_path / "run"
     proc = subprocess.run(["ckam-bench", "sampler=blackjax_nuts", "target=gauss2d_corr", "budget.seconds=1",
