@@ -104,7 +104,8 @@ class PeerState(ChainState):
     """A peer's chain state: ``x``, ``logp``, ``t`` plus the library's own state."""
 
     library_state: dict
-    """The library's state as arrays (JAX peers: the leaves of its state tree, keyed by index;
+    """The library's state as arrays (JAX peers: the leaves of its state tree, keyed by index,
+    numpy arrays after ``init`` and JAX arrays after a block, read by a checkpoint only;
     nutpie: none, its state lives on its thread)."""
     step: float = math.nan
     """Step size of the last iteration."""
@@ -173,7 +174,8 @@ class _JaxPeer(Sampler):
 
             init, block = jax.jit(init), jax.jit(block)
             carry = jax.device_get(init(jax.random.PRNGKey(0), np.asarray(target.start, float)))
-            block(carry, np.int64(0))  # compiles without running an iteration
+            carry, _ = block(carry, np.int64(0))  # compiles without running an iteration, for the
+            block(carry, np.int64(0))  # state as stored (numpy) and as a block leaves it (on device)
             cache[key] = (init, block)
         return cache[key]
 
@@ -187,7 +189,7 @@ class _JaxPeer(Sampler):
         self._init, self._block = self._compiled(target)
         key = jax.random.PRNGKey(int(rng.integers(2**63)))
         carry = jax.device_get(self._init(key, x))
-        leaves, self._treedef = jax.tree_util.tree_flatten(carry)
+        leaves, self._treedef = jax.tree_util.tree_flatten(carry)  # numpy: the template of a resume
         target.n_density += 1  # the library's evaluation at the start
         target.n_grad += 1
         return PeerState(x=x, logp=self._start_logp(carry), t=0, library_state=_leaves_dict(leaves))
@@ -203,8 +205,8 @@ class _JaxPeer(Sampler):
         with WorkerClock() as clock:
             while done < n:
                 m = min(CAPACITY, n - done)
-                carry, out = jax.device_get(self._block(carry, np.int64(m)))
-                pieces.append({k: v[:m] for k, v in out.items()})
+                carry, out = self._block(carry, np.int64(m))  # the state stays on the device
+                pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
                 done += m
         rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]} if pieces else None
         if rec is None:
@@ -236,7 +238,7 @@ class _JaxPeer(Sampler):
 
 
 def _leaves_dict(leaves) -> dict:
-    return {f"{i:03d}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    return {f"{i:03d}": leaf for i, leaf in enumerate(leaves)}
 
 
 def _empty_block(dim: int) -> Block:
@@ -394,9 +396,8 @@ class _Gate:
         self.closing = False
 
     def wait_for_quota(self) -> bool:
-        """Called on nutpie's thread before each evaluation; False once closing."""
-        if self.done < self.quota:
-            return not self.closing
+        """Called on nutpie's thread once the granted draws are done: waits for the next grant;
+        False once closing."""
         with self.cond:
             while self.done >= self.quota and not self.closing:
                 self.cond.wait()
@@ -493,7 +494,7 @@ class Nutpie(Sampler):
             jit.enabled() and hasattr(target, "jit_log_density_and_grad")) else None
 
         def logp(x):
-            if not gate.wait_for_quota():
+            if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
                 return -math.inf, np.zeros(x.shape[0])
             gate.evals += 1
             if compiled is not None:
