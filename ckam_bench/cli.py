@@ -39,7 +39,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ckam_bench import discovery, jit, provenance, rundir
+from ckam_bench import entry, jit, overrides, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError
@@ -336,14 +336,7 @@ def main() -> None:
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
     argv = sys.argv[1:]
-    if argv[:1] == ["list"]:
-        discovery.print_list()
-        return
-    if argv[:1] in (["--help"], ["-h"]):
-        discovery.print_help()
-        return
-    if argv[:1] == ["--version"]:
-        discovery.print_version()
+    if entry.answer_without_harness(argv):
         return
     for flag in ("--cfg", "-c"):
         if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:
@@ -355,6 +348,10 @@ def main() -> None:
                 print(f"ckam-bench: invalid configuration: {exc}".splitlines()[0], file=sys.stderr)
                 sys.exit(2)
             return
+    mistake = overrides.problem(argv)
+    if mistake:
+        print(f"ckam-bench: invalid configuration: {mistake}", file=sys.stderr)
+        sys.exit(2)
     try:
         _app()
     except SystemExit as exc:
