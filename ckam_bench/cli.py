@@ -37,12 +37,12 @@ from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ckam_bench import entry, jit, overrides, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
-from ckam_bench.targets.base import CapabilityError
+from ckam_bench.targets.base import CapabilityError, check_target
 from ckam_bench.validate import ConfigError, check_config, resolved
 
 # Keys that do not change what a run computes (left out of the config hash).
@@ -80,11 +80,39 @@ def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
         raise ConfigError(message) from exc
 
 
+def complete_target_dim(cfg: DictConfig) -> None:
+    """A target's YAML need not state its dimension: when ``target.dim`` is missing and the
+    config refers to it (a sampler's default step size ``2.38/sqrt(d)``), the target is built
+    once to read its ``dim`` and every interpolation of the config is resolved with it, in
+    place (the stored config shows the values the run used; the target node stays as
+    written)."""
+    if "dim" in cfg.target or "target.dim}" not in OmegaConf.to_yaml(cfg, resolve=False):
+        return
+    dim = int(_build(cfg, "target").dim)
+    with open_dict(cfg):
+        cfg.target.dim = dim
+        try:
+            OmegaConf.resolve(cfg)
+        finally:
+            del cfg.target["dim"]
+
+
+def _checked_target(cfg: DictConfig, label: str):
+    """Build ``cfg.target`` and check it against the target contract (a ConfigError naming the
+    target and the member that is missing or malformed)."""
+    target = _build(cfg, "target")
+    try:
+        check_target(target, label)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return target
+
+
 def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     """Build every object of a run from its config; raise ConfigError on bad input. Writes
     nothing: the run folder is claimed afterwards (:mod:`ckam_bench.rundir`)."""
     check_config(cfg)
-    target = _build(cfg, "target")
+    target = _checked_target(cfg, labels["target"])
     sampler = _build(cfg, "sampler")
     skip, why = sampler.skip(target)
     if skip:
@@ -295,6 +323,7 @@ def _app(cfg: DictConfig) -> None:
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     try:
+        complete_target_dim(cfg)
         check_config(cfg)  # before the labels read any value
         runner = build(cfg, _labels(cfg), out_dir)
         _check_unused_choices(runner, hc)
