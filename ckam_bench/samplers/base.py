@@ -108,9 +108,8 @@ def accept_prob(log_ratio: float) -> float:
     return 0.0
 
 
-def check_start(target: Target, x0, counted: bool = True) -> tuple[np.ndarray, float]:
-    """Validate a start point and return it with its log density (counted unless ``counted``
-    is False: a sampler that never evaluates the density, like an exact Gibbs sampler)."""
+def check_start(target: Target, x0) -> tuple[np.ndarray, float]:
+    """Validate a start point and return it with its log density (counted)."""
     x0 = np.array(target.start if x0 is None else x0, dtype=float)
     if x0.shape != (target.dim,):
         raise StartPointError(
@@ -118,7 +117,7 @@ def check_start(target: Target, x0, counted: bool = True) -> tuple[np.ndarray, f
         )
     if not np.all(np.isfinite(x0)):
         raise StartPointError(f"start point {x0.tolist()} is not finite")
-    logp = float(target.log_density(x0) if counted else target._log_density(x0))
+    logp = float(target.log_density(x0))
     if not math.isfinite(logp):
         raise StartPointError(
             f"log density at the start point {x0.tolist()} is {logp}: choose a start point "

@@ -17,7 +17,8 @@ with the proposal's own ε₁ among the J draws, G computed at the current x bef
 step, and L₀ = σI (σ = 2). Everything is in log space (the authors' code divides by raw
 densities and underflows); a draw whose log density or gradient is not finite contributes no
 term (the authors skip zero densities). Costs J density and J gradient evaluations per
-iteration (both counted). Defaults β = 0.2, γ = 0.002, h = 10/γ₀, J = 10.
+iteration (both counted; the scout's step below calls the same density-and-gradient function, so
+an adaptive Scout iteration counts J + 1 of each). Defaults β = 0.2, γ = 0.002, h = 10/γ₀, J = 10.
 
 Validity. With a constant γ (the paper) the adaptation never stops, and the chain is not
 guaranteed to target π; measured from exact draws of banana_dm (32 chains × 8000 iterations),
@@ -703,9 +704,9 @@ class DivergenceMinimisation(Sampler):
             out = _dm_loop(_PythonDensityGrad(self.target), *args)
         (logp, logp_s, gamma_mult, bank_seen, samples, log_ratio, accepted_flags, logps, scales, n_nonfinite,
          n_skipped, tried, accepted) = out
-        per_iter = self.n_draws + (1 if self._scout else 0)
+        per_iter = self.n_draws + (1 if self._scout else 0)  # the scout's step evaluates f too
         self.target.n_density += per_iter * n
-        self.target.n_grad += self.n_draws * n
+        self.target.n_grad += per_iter * n
         new = DMState(x=x, logp=float(logp), t=state.t + n, chol=chol, gamma_mult=float(gamma_mult),
                       scout_x=s if self._scout else state.scout_x, scout_logp=float(logp_s),
                       swaps_tried=state.swaps_tried + int(tried), swaps_accepted=state.swaps_accepted + int(accepted),
@@ -896,6 +897,7 @@ class _ScoutMixin:
             state.scout_logp = float(walk(f, s, float(state.scout_logp), normals, self.tau, self._scout_sd))
             state.scout_x = s
             target.n_density += self.scout_warmup
+            target.n_grad += self.scout_warmup  # f is the density-and-gradient
         return state
 
 

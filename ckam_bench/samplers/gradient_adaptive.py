@@ -181,8 +181,6 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
         if mode == RWM:
             y = x + L @ eps
         else:
-            if adapting:
-                u_x = L.T @ g
             y = x + L @ (0.5 * u_x + eps)
         logp_y = f(y, gy)
         n_evals += 1
@@ -220,6 +218,8 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
             logp = logp_y
             g[:] = gy
             u_x[:] = u_y
+        if adapting and mode != RWM:  # u_x = Lᵀ∇log π(x) with the L the next iteration uses
+            u_x = L.T @ g
         logps[i] = logp
         if not adapting:
             samples[n_collected] = x
