@@ -16,7 +16,9 @@ log[exp(−β KL(q‖π)) · E_q α]:
 with the proposal's own ε₁ among the J draws, G computed at the current x before the accept
 step, and L₀ = σI (σ = 2). Everything is in log space (the authors' code divides by raw
 densities and underflows); a draw whose log density or gradient is not finite contributes no
-term (the authors skip zero densities). Costs J density and J gradient evaluations per
+term (the authors skip zero densities) and counts as a rejection: while L adapts (γ_t > 0), m
+such draws out of J multiply L by 0.99^(m/J) (:data:`~ckam_bench.samplers.base.NONFINITE_SHRINK`),
+since the entropy term alone would grow L. Costs J density and J gradient evaluations per
 iteration (both counted; the scout's step below calls the same density-and-gradient function, so
 an adaptive Scout iteration counts J + 1 of each). Defaults β = 0.2, γ = 0.002, h = 10/γ₀, J = 10.
 
@@ -76,7 +78,7 @@ from scipy.spatial import cKDTree
 from scipy.special import log_ndtr
 
 from ckam_bench import jit
-from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
+from ckam_bench.samplers.base import NONFINITE_SHRINK, Block, ChainState, Sampler, check_start
 from ckam_bench.schedules import Constant, Window
 from ckam_bench.targets.base import Target
 
@@ -259,6 +261,7 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
             for b in range(d):
                 G[a, b] = 0.0
             G[a, a] = beta / L[a, a]
+        n_bad = 0
         for j in range(n_draws):
             if j == 0:
                 lp = logp_y
@@ -273,6 +276,7 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
             for a in range(d):
                 ok = ok and math.isfinite(g[a])
             if not ok:
+                n_bad += 1
                 continue
             c = beta + 1.0 if lp < logp else beta
             c *= inv_j
@@ -314,6 +318,11 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
                     L[a, b] = G[a, b]
         else:
             n_skipped += 1
+        if n_bad > 0 and rates[i] > 0.0:  # non-finite draws: α = 0, no gradient; L shrinks
+            factor = NONFINITE_SHRINK ** (n_bad * inv_j)
+            for a in range(d):
+                for b in range(a + 1):
+                    L[a, b] *= factor
         col = n_draws * d + 1
         if scout:  # random-walk step of the scout on π^τ (the gradient goes to scratch)
             for a in range(d):
