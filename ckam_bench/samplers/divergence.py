@@ -170,14 +170,11 @@ class _PythonDensity:
 
 
 def _compile(fn, signature):
-    """``fn`` compiled for one explicit signature with numba (disk cache when possible)."""
-    try:
-        dispatcher = numba.njit(cache=True)(fn)
-    except RuntimeError:
-        dispatcher = numba.njit(fn)
-    dispatcher.compile(signature)
-    dispatcher.disable_compile()
-    return dispatcher
+    """``fn`` compiled for one explicit signature with numba (a :class:`ckam_bench.jit.Kernel`:
+    disk cache when possible, calls recorded for the run's provenance)."""
+    kern = jit.Kernel(fn, signature[1:], signature[:1])
+    kern.compile()
+    return kern
 
 
 # ---------------------------------------------------------------------------- shared helpers

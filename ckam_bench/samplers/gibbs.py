@@ -181,6 +181,8 @@ class HorseshoeGibbs(Sampler):
         x, nu, aux = state.x.copy(), state.nu.copy(), state.aux.copy()
         samples = np.empty((n, x.shape[0]))
         self._sweeps(x, nu, aux, xtx, xty, yty, float(n_obs), normals, expo, g_tau, g_sigma, samples)
+        if self._sweeps is _gibbs_sweeps and jit.AVAILABLE:
+            jit.ran_compiled()
         block = Block(samples=samples, accepted=np.ones(n, dtype=bool), accept_prob=np.ones(n),
                       phase=np.zeros(n, dtype=np.int8), step_size=np.full(n, np.nan),
                       noise=np.full(n, np.nan))
