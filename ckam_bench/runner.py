@@ -403,10 +403,13 @@ class Runner:
             why = "numba is not installed"
         elif not jit.enabled():
             why = f"{jit.ENV}=0 switches compiled loops off"
+        elif not any(callable(getattr(self.target, name, None))
+                     for name in ("jit_log_density", "jit_log_density_and_grad")):
+            why = (f"target {self.target.name!r} has no compiled density (jit_log_density, "
+                   "jit_log_density_and_grad)")
         else:
-            why = (f"{self.target.name!r} has no compiled density (jit_log_density / "
-                   "jit_log_density_and_grad) for this sampler, or the sampler runs this phase "
-                   "as Python")
+            why = (f"{self.labels['sampler']} runs these iterations as Python (e.g. KAM's kernel "
+                   f"steps), or needs a compiled function {self.target.name!r} lacks (a Hessian)")
         if ran == "mixed":
             why = f"a compiled loop ran in {self.compiled_blocks} of {self.blocks} blocks; {why}"
         return ran, why

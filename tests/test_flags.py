@@ -117,7 +117,7 @@ def test_python_loops_are_what_the_provenance_says(stuck_runs, tmp_path):
     _, runs = stuck_runs
     status, _ = runs[("gadmala_fast", 0)]
     assert status["provenance"]["loops"] == "python"  # the target has no compiled density
-    assert "'poisson_uncentred' has no compiled density" in status["provenance"]["loops_note"]
+    assert "target 'poisson_uncentred' has no compiled density" in status["provenance"]["loops_note"]
     compiled, _ = run_one(tmp_path, 0, GadMALAFast(burn_in=20), target=gauss2d_corr(), iterations=200)
     assert compiled["provenance"]["loops"] == ("compiled" if jit.enabled() else "python")
 
@@ -141,6 +141,8 @@ def test_ranking_html_and_figures_show_the_flag(stuck_runs, tmp_path, capsys):
     assert "These runs went wrong" in page and "⚠ stuck: no move accepted" in page
     assert "⚠ stuck, nonfinite_proposals (2/2 seeds)" in page
     assert "⚠ stuck" in (out / "ranking_poisson_uncentred.md").read_text()
+    results_md = (out / "results_poisson_uncentred.md").read_text()
+    assert "| gadmala_fast ⚠ stuck, nonfinite_proposals (2/2 seeds) | N/A | 0 ± 0 |" in results_md
 
 
 def test_report_states_the_discarded_warm_up(tmp_path):
@@ -157,3 +159,22 @@ def test_report_states_the_discarded_warm_up(tmp_path):
     note = next(n for n in table.notes if "leave out the warm-up" in n)
     assert "metrics.moments.discard: 0.1 of the collected samples" in note
     assert f"{last['moments_discarded']:.0f}" in note.replace(",", "")
+
+
+class _Drifting(RandomWalk):
+    """A broken sampler: from iteration 500 its state's log density is NaN."""
+
+    name = "drifting"
+
+    def advance(self, state, n):
+        state, block = super().advance(state, n)
+        if state.t >= 500:
+            state.logp = math.nan
+        return state, block
+
+
+def test_a_nonfinite_state_is_flagged(tmp_path):
+    status, _ = run_one(tmp_path, 0, _Drifting(step_size=0.5), target=gauss2d_corr(), iterations=2000)
+    assert status["flags"] == ["stuck", "nonfinite_state"]  # log r = NaN rejects every move
+    assert "not finite after iteration" in status["flag_notes"]["nonfinite_state"]
+    assert "FLAGGED nonfinite_state" in _summary(status, "x", {})
