@@ -179,12 +179,17 @@ def _summary(status: dict, out_dir: str, latest: dict) -> str:
     t = status["totals"]
     rate = t["iterations"] / t["sampler_seconds"] if t["sampler_seconds"] else float("nan")
     kl = f", KL {latest['kl']:.4g}" if "kl" in latest else ""
-    return (f"{status['state']} ({status['reason']}): {status['sampler']} on {status['target']}, "
+    flagged = "".join(f"\n  FLAGGED {name}: {note}" for name, note in
+                      (status.get("flag_notes") or {}).items())
+    return (f"{status['state']} ({status['reason']})"
+            + (f" FLAGGED {', '.join(status['flags'])}" if status.get("flags") else "")
+            + f": {status['sampler']} on {status['target']}, "
             f"{t['iterations']} iterations in {t['sampler_seconds']:.2f} s of sampler time "
             f"({rate:,.0f} it/s){kl} -> {out_dir}"
             + (f"\n  note: the sampler got {status['cpu_share']:.0%} of a core while its clock "
                "ran (another process competed for the CPU); budget.clock=cpu measures CPU time"
-               if status.get("contended") else ""))
+               if status.get("contended") else "")
+            + flagged)
 
 
 _COMPOSED = False  # set once Hydra has composed the config (see main)
