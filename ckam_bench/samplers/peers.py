@@ -208,6 +208,7 @@ class _JaxPeer(Sampler):
                 carry, out = self._block(carry, np.int64(m))  # the state stays on the device
                 pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
                 done += m
+        jit.ran_compiled()  # XLA's compiled loop (provenance.loops)
         rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]} if pieces else None
         if rec is None:
             return state, _empty_block(self.target.dim)
@@ -492,6 +493,7 @@ class Nutpie(Sampler):
         """nutpie's ``logp(x) -> (log π(x), ∇log π(x))``, held by the gate between blocks."""
         compiled = target.jit_log_density_and_grad() if (
             jit.enabled() and hasattr(target, "jit_log_density_and_grad")) else None
+        self._compiled_density = compiled is not None
 
         def logp(x):
             if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
@@ -552,6 +554,8 @@ class Nutpie(Sampler):
             draws, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
+        if self._compiled_density:  # nutpie's Rust loop on the compiled density (provenance.loops)
+            jit.ran_compiled()
         X = np.array(draws).reshape(n, self.target.dim)
         previous = np.vstack([state.x[None], X[:-1]])
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
