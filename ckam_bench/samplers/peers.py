@@ -22,7 +22,7 @@ leapfrog counts (``num_steps``, ``num_integration_steps``) plus the one evaluati
 (neither library runs a step-size search here: NumPyro's ``find_heuristic_step_size`` is off,
 BlackJAX's window adaptation has none); nutpie's are counted as its calls of the density (its
 ``n_steps`` plus the evaluations of its initial step-size search). Every evaluation is a density
-and a gradient. JAX compilation runs in ``warm_up`` (before the sampler clock; its time is the
+and a gradient; the harness's check of the start point adds one density evaluation. JAX compilation runs in ``warm_up`` (before the sampler clock; its time is the
 run's ``warmup_seconds``), once per target and configuration in a process.
 
 **Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to ``CAPACITY`` iterations per call
@@ -184,7 +184,7 @@ class _JaxPeer(Sampler):
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> PeerState:
         jax = _jax()
-        x, _ = check_start(target, x0, counted=False)
+        x, _ = check_start(target, x0)  # the harness's own check of the start (one density)
         self.target = target
         self._init, self._block = self._compiled(target)
         key = jax.random.PRNGKey(int(rng.integers(2**63)))
@@ -516,7 +516,7 @@ class Nutpie(Sampler):
 
         if self._finalizer is not None:
             self._finalizer()
-        x, logp = check_start(target, x0, counted=False)
+        x, logp = check_start(target, x0)  # the harness's own check of the start (one density)
         self.target = target
         gate = self._gate = _Gate()
         logp_fn = self._density(target, gate)
