@@ -22,18 +22,21 @@ leapfrog counts (``num_steps``, ``num_integration_steps``) plus the one evaluati
 (neither library runs a step-size search here: NumPyro's ``find_heuristic_step_size`` is off,
 BlackJAX's window adaptation has none); nutpie's are counted as its calls of the density (its
 ``n_steps`` plus the evaluations of its initial step-size search). Every evaluation is a density
-and a gradient; the harness's check of the start point adds one density evaluation. JAX compilation runs in ``warm_up`` (before the sampler clock; its time is the
-run's ``warmup_seconds``), once per target and configuration in a process.
+and a gradient; the harness's check of the start point adds one density evaluation. JAX
+compilation runs in ``warm_up`` (before the sampler clock; its time is the run's
+``warmup_seconds``), once per target instance and configuration in a process.
 
 **Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to ``CAPACITY`` iterations per call
 (the count is a traced argument: one compilation serves every block size); its state — the
 library's state, the adaptation state and the PRNG key — is a tree of arrays held in the chain
-state, so a checkpoint saves it and a resumed run continues the same chain. nutpie's sampler
+state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
+same chain. Both libraries compute on threads other than the caller's; the CPU time of the
+process's other threads during a block (:class:`WorkerClock`) is added to the sampler's CPU
+clock (``Block.worker_cpu_seconds``). nutpie's sampler
 runs on its own thread: the density callback holds it until ``advance`` grants it ``n`` more
 draws, and the expansion callback (called once per draw) hands each draw back and stops the
 chain when the ``n``-th is done, so a block is exactly ``n`` draws and nutpie is paused between
-blocks; the CPU time of its thread is measured there and added to the sampler clock
-(``Block.worker_cpu_seconds``). nutpie's chain state cannot be saved, so a killed nutpie run
+blocks. nutpie's chain state cannot be saved, so a killed nutpie run
 restarts from its first iteration (``resumable = False``; the status records ``restarted``)
 instead of mixing two chains into one trace. nutpie keeps its own record of every draw's
 statistics in memory (about 150 bytes a draw) for the life of the run.
@@ -134,7 +137,7 @@ _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _JaxPeer(Sampler):
-    """A JAX kernel advanced in jitted blocks. Subclasses give ``library``, ``_settings()`` and
+    """A JAX kernel advanced in jitted blocks. Subclasses give ``distribution``, ``_settings()`` and
     ``_functions(target)`` → ``(init(key, x) -> carry, step(carry) -> (carry, record))``, where
     the record holds ``x, logp, accept_prob, n_steps, diverging, step_size`` of one iteration."""
 
@@ -209,9 +212,7 @@ class _JaxPeer(Sampler):
                 pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
                 done += m
         jit.ran_compiled()  # XLA's compiled loop (provenance.loops)
-        rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]} if pieces else None
-        if rec is None:
-            return state, _empty_block(self.target.dim)
+        rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
         steps = rec["n_steps"].astype(np.int64)
         self.target.n_density += int(steps.sum())
         self.target.n_grad += int(steps.sum())
@@ -240,11 +241,6 @@ class _JaxPeer(Sampler):
 
 def _leaves_dict(leaves) -> dict:
     return {f"{i:03d}": leaf for i, leaf in enumerate(leaves)}
-
-
-def _empty_block(dim: int) -> Block:
-    return Block(samples=np.empty((0, dim)), accepted=np.zeros(0, bool), accept_prob=np.zeros(0),
-                 phase=np.zeros(0, np.int8), step_size=np.zeros(0), noise=np.zeros(0), logp=np.zeros(0))
 
 
 class NumPyroNUTS(_JaxPeer):
