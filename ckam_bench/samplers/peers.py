@@ -390,6 +390,9 @@ class _Gate:
         self.evals = 0
         self.nonfinite = 0
         self.draws: list[np.ndarray] = []
+        self.logps: list[float] = []
+        self.values: dict[bytes, float] = {}  # log π at the points evaluated since the last draw
+        self.last_logp = math.nan
         self.closing = False
 
     def wait_for_quota(self) -> bool:
@@ -406,13 +409,18 @@ class _Gate:
             if self.closing:
                 return
             self.draws.append(np.array(x, dtype=float))
+            # the draw is a point of its trajectory (evaluated) or the previous state
+            self.last_logp = self.values.get(x.tobytes(), self.last_logp)
+            self.values.clear()
+            self.logps.append(self.last_logp)
             self.done += 1
             if self.done >= self.quota:
                 self.cond.notify_all()
 
-    def grant(self, n: int, finished) -> tuple[list[np.ndarray], int, int]:
+    def grant(self, n: int, finished) -> tuple[list[np.ndarray], list[float], int, int]:
         """Let ``n`` more draws happen and wait for them (``finished()`` true: the chain died).
-        Returns the draws, the density evaluations and the non-finite ones among them."""
+        Returns the draws, their log densities, the density evaluations and the non-finite ones
+        among them."""
         with self.cond:
             self.quota += n
             self.cond.notify_all()
@@ -421,9 +429,10 @@ class _Gate:
                 if self.done < self.quota and finished():
                     raise RuntimeError("nutpie's chain stopped")
             draws, self.draws = self.draws, []
+            logps, self.logps = self.logps, []
             evals, self.evals = self.evals, 0
             nonfinite, self.nonfinite = self.nonfinite, 0
-        return draws, evals, nonfinite
+        return draws, logps, evals, nonfinite
 
     def close(self) -> None:
         with self.cond:
@@ -453,8 +462,9 @@ class Nutpie(Sampler):
 
     burn_in : nutpie's ``tune`` (not collected); target_accept; max_depth : nutpie's ``maxdepth``.
     nutpie hands the harness each draw's position only: the block's acceptance is "the chain
-    moved", its step size and log density are not recorded (NaN), and non-finite densities met
-    (nutpie's divergences of that kind) are ``n_nonfinite``.
+    moved", its step size is not recorded (NaN), a draw's log density is the value the density
+    callback returned at that point of its trajectory (the previous one if the chain stayed),
+    and non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
     max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
     """
@@ -502,6 +512,7 @@ class Nutpie(Sampler):
                 value, grad = target._log_density(x), target._grad_log_density(x)
             if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
                 gate.nonfinite += 1
+            gate.values[x.tobytes()] = value
             return value, grad
 
         return logp
@@ -515,6 +526,7 @@ class Nutpie(Sampler):
         x, logp = check_start(target, x0)  # the harness's own check of the start (one density)
         self.target = target
         gate = self._gate = _Gate()
+        gate.last_logp = float(logp)
         logp_fn = self._density(target, gate)
 
         def expand(x):
@@ -547,7 +559,7 @@ class Nutpie(Sampler):
                                f"(sampler.burn_in + sampler.max_draws): raise sampler.max_draws")
         background = self._background
         with WorkerClock() as clock:
-            draws, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
+            draws, logps, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
         if self._compiled_density:  # nutpie's Rust loop on the compiled density (provenance.loops)
@@ -557,9 +569,9 @@ class Nutpie(Sampler):
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=np.any(X != previous, axis=1),
                       accept_prob=np.full(n, np.nan), phase=phase, step_size=np.full(n, np.nan),
-                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, worker_cpu_seconds=clock.seconds)
-        logp = state.logp if not block.accepted.any() else math.nan
-        return PeerState(x=X[-1].copy(), logp=logp, t=state.t + n, library_state={},
+                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=np.array(logps),
+                      worker_cpu_seconds=clock.seconds)
+        return PeerState(x=X[-1].copy(), logp=float(logps[-1]), t=state.t + n, library_state={},
                          mean_steps=evals / n), block
 
     def trace_columns(self, state: PeerState) -> dict:
