@@ -92,7 +92,7 @@ def load_function(spec: str):
     if where.endswith(".py") or os.sep in where or "/" in where:
         path = Path(where).expanduser().resolve()
         if not path.is_file():
-            raise ModelError(f"model: no Python file {str(path)!r}")
+            raise ModelError(f"model names no Python file: {str(path)!r}")
         module_name = "ckam_bench_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
         try:
             loader = importlib.util.spec_from_file_location(module_name, path)
@@ -101,15 +101,15 @@ def load_function(spec: str):
             loader.loader.exec_module(module)
         except Exception as exc:
             sys.modules.pop(module_name, None)
-            raise ModelError(f"model: cannot load {str(path)!r}: {type(exc).__name__}: {exc}") from None
+            raise ModelError(f"model cannot be loaded from {str(path)!r}: {type(exc).__name__}: {exc}") from None
     else:
         try:
             module = importlib.import_module(where)
         except Exception as exc:
-            raise ModelError(f"model: cannot import module {where!r}: {type(exc).__name__}: {exc}") from None
+            raise ModelError(f"model cannot import module {where!r}: {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
     if not callable(function):
-        raise ModelError(f"model: {where!r} has no function {name!r}")
+        raise ModelError(f"model names a function {name!r} that {where!r} does not define")
     return function
 
 
@@ -125,14 +125,14 @@ def load_model(spec: str):
     try:
         model = function()
     except Exception as exc:
-        raise ModelError(f"model: {spec} raised {type(exc).__name__}: {exc}") from None
+        raise ModelError(f"model failed: {spec} raised {type(exc).__name__}: {exc}") from None
     if not isinstance(model, pm.Model):
-        raise ModelError(f"model: {spec} must return a pymc.Model, got {type(model).__name__}")
+        raise ModelError(f"model must return a pymc.Model: {spec} returned {type(model).__name__}")
     if not model.free_RVs:
-        raise ModelError(f"model: {spec} has no free random variable to sample")
+        raise ModelError(f"model has no free random variable to sample: {spec}")
     discrete = [rv.name for rv in model.free_RVs if rv.dtype.startswith(("int", "uint", "bool"))]
     if discrete:
-        raise ModelError(f"model: {spec} has discrete free variables ({', '.join(discrete)}); "
+        raise ModelError(f"model has discrete free variables ({', '.join(discrete)}) in {spec}; "
                          "ckam-bench samples continuous parameters only")
     _MODELS[spec] = model
     return model
@@ -201,7 +201,7 @@ def _layout(model, var_names) -> _Layout:
     names = list(free) + list(determ) if var_names is None else list(var_names)
     unknown = [n for n in names if n not in free and n not in determ]
     if unknown:
-        raise ModelError(f"var_names: {', '.join(map(repr, unknown))} not free variables or "
+        raise ModelError(f"var_names holds {', '.join(map(repr, unknown))}, not free variables or "
                          f"deterministics of the model (those are {', '.join(list(free) + list(determ))})")
     fn = model.compile_fn([free.get(n, determ.get(n)).shape for n in names], inputs=[],
                           point_fn=False, mode="FAST_COMPILE")  # shapes at the initial point
@@ -242,15 +242,14 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
         replace[var] = buffer[where].reshape(shape).astype(dtype)
     logp = pytensor.clone_replace(model.logp(), replace)
     grad = pytensor.grad(logp, x)
-    stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored]
+    stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored] or [pt.zeros(0)]
     # the stored variables as functions of the value variables (free variables back-transformed)
     stored = model.replace_rvs_by_values(stored)
     stored = pytensor.clone_replace(stored, replace)
     with model:
-        out = (compile_pymc([x, buffer], [logp], mode=mode, trust_input=True),
-               compile_pymc([x, buffer], [logp, grad], mode=mode, trust_input=True),
-               compile_pymc([x, buffer], [pt.concatenate(stored) if stored else pt.zeros(0)],
-                            mode=mode, trust_input=True, on_unused_input="ignore"))
+        out = tuple(compile_pymc([x, buffer], outputs, mode=mode, trust_input=True,
+                                 on_unused_input="ignore")  # a model without data
+                    for outputs in ([logp], [logp, grad], [pt.concatenate(stored)]))
     _COMPILED[key] = out
     return out
 
@@ -356,15 +355,15 @@ class PyMCModel(Target):
         compiled functions read the new values at their next call."""
         for name, value in arrays.items():
             if name not in self.layout.data:
-                raise ModelError(f"data: {name!r} is not observed data or a pm.Data container of "
+                raise ModelError(f"data names {name!r}, not observed data or a pm.Data container of "
                                  f"the model (those are {', '.join(self.layout.data) or 'none'})")
             _, shape, dtype, where = self.layout.data[name]
             value = np.asarray(value)
             if value.shape != shape:
-                raise ModelError(f"data: {name!r} must have shape {shape}, got {value.shape}")
+                raise ModelError(f"data must give {name!r} the shape {shape}, got {value.shape}")
             flat = value.astype(float).ravel()
             if not np.all(np.isfinite(flat)) or not np.array_equal(flat.astype(dtype), value.ravel()):
-                raise ModelError(f"data: {name!r} must hold finite values of dtype {dtype}")
+                raise ModelError(f"data must give {name!r} finite values of dtype {dtype}")
             self.buffer[where] = flat
 
     # ------------------------------------------------------------------ compiled functions
@@ -448,6 +447,6 @@ def _read_data(path) -> dict:
         with np.load(path, allow_pickle=False) as archive:
             return {k: archive[k] for k in archive.files}
     except Exception as exc:
-        raise ModelError(f"data: cannot read {str(path)!r} as an .npz file: "
+        raise ModelError(f"data cannot be read from {str(path)!r} as an .npz file: "
                          f"{type(exc).__name__}: {exc}") from None
 
