@@ -139,17 +139,19 @@ def test_a_correct_sampler_passes(tmp_path, model):
 
 @pytest.mark.slow
 def test_a_wrong_acceptance_ratio_fails(tmp_path):
-    """Accepting with (π(y)/π(x))² samples π², half the posterior variance: U-shaped ranks."""
+    """Accepting with (π(y)/π(x))² samples π², half the posterior variance: U-shaped ranks
+    (with 200 simulations the median p-value of this alternative is ~1e-7)."""
     folder = tmp_path / "sbc"
     proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", "sampler=rw",
                        "sampler._target_=sbc_samplers.SquaredRatioWalk", "sampler.step_size=1.0",
                        "budget.max_iterations=20000", "budget.seconds=120", "progress=false",
-                       "sbc.simulations=100", f"sbc.dir={folder}", cwd=tmp_path, pythonpath=TESTS)
+                       "sbc.simulations=200", f"sbc.dir={folder}", cwd=tmp_path, pythonpath=TESTS)
     assert proc.returncode == 1, proc.stderr[-3000:]
     result = _verdict(folder)
-    assert result["verdict"] == "fail" and result["p_value"] < 1e-6, result
+    assert result["verdict"] == "fail" and result["p_value"] < 0.01, result
     counts = np.array(result["counts"]["mu"])
-    assert counts[0] + counts[-1] > 3 * 2 * 100 / 20  # the truth falls outside too often
+    # the truth falls in the outer deciles of the draws 18 % of the time each, not 10 %
+    assert counts[0] + counts[-1] > 1.4 * 2 * 200 / 10
 
 
 @pytest.mark.slow
