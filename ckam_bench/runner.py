@@ -469,6 +469,8 @@ class Runner:
             samples = {"index": self.samples.indices}
             data = self.samples.data
             samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
+            if hasattr(self.target, "constrain"):  # e.g. a PyMC model's variables by name
+                samples.update(self.target.constrain(data))
             diagnostics = self._diagnostics_columns()
         resume = self._snapshot(wall) if self.chain is not None else None
         self.folder.write_checkpoint(samples=samples, diagnostics=diagnostics, rows=self.rows,
