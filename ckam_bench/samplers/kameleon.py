@@ -134,9 +134,9 @@ iterations of the whole run, s = c·n_explore + τ in cycle c) and ξ = (z, ν, 
   (PowerDecay (1 + c)^(−1): the mean of the cycles' estimates), Π_Λ clipping the eigenvalues
   into [λ_min, λ_max] (``covariance_bounds``); ν_0 = 2ν/(cos βπ + 1) with the current ν.
 
-Validity (Roberts & Rosenthal 2007, Theorem 13 with their Corollary of §3 for the product
-kernel of one cycle). For fixed ξ every step is an MH step whose proposal depends only on
-(θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with both densities from the same z;
+Validity (Roberts & Rosenthal 2007: diminishing adaptation and containment imply that the
+law of the chain converges to π). For fixed ξ every step is an MH step whose proposal
+depends only on (θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with both densities from the same z;
 sampling: a symmetric Gaussian — so the cycle kernel P_ξ leaves π invariant, and it is
 π-irreducible and aperiodic (γ_τ ≥ γ_end > 0). *Diminishing adaptation*: from one
 iteration to the next ξ changes only through a redraw of z (probability p_s → 0), a step
@@ -147,8 +147,8 @@ gradients (Gaussian, Matérn at a fixed lengthscale: the defaults) A_θ A_θᵀ 
 so every proposal covariance of the cycle is bounded above, and those of the exploration
 steps below by γ_end² I: on targets with super-exponential tails and regular contours (the
 Gaussian mixtures here; Jarner & Hansen 2000) such random-walk-type kernels share a drift
-condition with V ∝ π^(−1/2) and a small set, which gives containment (Roberts & Rosenthal
-2007, Theorem 18; Saksman & Vihola 2010 for the same argument with AM's bounded covariances).
+condition with V ∝ π^(−1/2) and a small set, which gives containment (Bai, Roberts &
+Rosenthal 2011 make this argument for adaptive Metropolis with bounded covariances).
 The chain is then ergodic for π; this is a sketch of the standard argument, and the
 stationarity check (chains started from π stay at π, README, Validity) is its test.
 ``describe()`` reports ``adaptation: diminishing`` when p, η and w all decay to 0.
