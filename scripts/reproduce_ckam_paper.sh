@@ -23,7 +23,7 @@
 #   paper_gmm2d_long       ckam ckam_finite x 5             600 s     10        6000 s
 #   paper_bimodal_kernels  ckam x {linear,gaussian,matern}  120 s     15        1800 s
 #                          x 5
-#   total                                                            155       49500 s
+#   total                                                            155       48600 s
 #
 # ckam is cKAM as published (re-adapts every cycle: not pi-invariant), ckam_finite its
 # finite-adaptation variant, ckam_dim its diminishing-adaptation variant (README, Validity).
@@ -45,7 +45,7 @@
 # (15 runs): cKAM with the Matérn kernel has crossed between the bimodal modes several times
 # by then (at least 6 crossings seen in the thinned samples).
 #
-# Expected runtime on 2 cores (--jobs 2): 49500 s / 2 = 6.9 h of sampler time. The wall clock
+# Expected runtime on 2 cores (--jobs 2): 48600 s / 2 = 6.8 h of sampler time. The wall clock
 # adds what runs outside the sampler clock (measured by scripts/bench_throughput.py: metrics
 # and bookkeeping cost 3-8 % on top for the compiled RW/AM/RBAM/GAM, 2-3 % for KAM/cKAM) and ~3 s of
 # start-up per run: about 7.5 h in all, 15 h / N with --jobs N on N free cores. --quick: 580 s
