@@ -136,8 +136,8 @@ iterations of the whole run, s = c·n_explore + τ in cycle c) and ξ = (z, ν, 
 
 Validity (Roberts & Rosenthal 2007: diminishing adaptation and containment imply that the
 law of the chain converges to π). For fixed ξ every step is an MH step whose proposal
-depends only on (θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with both densities from the same z;
-sampling: a symmetric Gaussian — so the cycle kernel P_ξ leaves π invariant, and it is
+depends only on (θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with both densities
+from the same z; sampling: a symmetric Gaussian — so the cycle kernel P_ξ leaves π invariant, and it is
 π-irreducible and aperiodic (γ_τ ≥ γ_end > 0). *Diminishing adaptation*: from one
 iteration to the next ξ changes only through a redraw of z (probability p_s → 0), a step
 of log ν of at most η_s (→ 0), or a move of Σ of at most w_c·(λ_max − λ_min) (→ 0) once per
