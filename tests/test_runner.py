@@ -285,3 +285,57 @@ def test_cpu_clock_is_not_inflated_by_a_competing_process(tmp_path):
     assert 0.6 < ratio < 1.6, ratio
     assert cpu["totals"]["sampler_wall_seconds"] > 1.3 * cpu["totals"]["sampler_cpu_seconds"]
     assert wall["contended"] and wall["cpu_share"] < 0.8
+
+
+class ThreadedSampler(CountingSampler):
+    """Burns CPU in a second thread during every block (as a threaded BLAS would) and records
+    that thread's CPU time."""
+
+    name = "threaded"
+
+    def __init__(self):
+        super().__init__()
+        self.helper_cpu = 0.0
+
+    def advance(self, state, n):
+        import threading
+
+        def burn():
+            c0 = time.thread_time()
+            while time.thread_time() - c0 < 0.02:
+                sum(i * i for i in range(1000))
+            self.helper_cpu += time.thread_time() - c0
+
+        worker = threading.Thread(target=burn)
+        worker.start()
+        worker.join()
+        return super().advance(state, n)
+
+
+def test_cpu_clock_counts_every_thread_of_the_process(tmp_path):
+    """budget.clock=cpu counts the CPU a second thread spends while the sampler advances (a
+    threaded BLAS), not only the calling thread's."""
+    sampler = ThreadedSampler()
+    r = _runner(tmp_path, sampler, Budget(0.3, clock="cpu"))
+    status = r.run()
+    assert sampler.helper_cpu > 0.25
+    assert status["totals"]["sampler_cpu_seconds"] >= sampler.helper_cpu
+    threads = status["provenance"]["threads"]
+    assert threads["requested"] == 1
+    assert all(v == 1 for v in threads["blas_openmp"].values())
+
+
+def test_threads_key_raises_the_blas_pool(tmp_path):
+    """threads=2 lets the BLAS pool use two threads, recorded in the provenance; numba too."""
+    import os
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs")
+    from threadpoolctl import threadpool_info
+
+    status = _runner(tmp_path, CountingSampler(), Budget(0.05), threads=2).run()
+    threads = status["provenance"]["threads"]
+    assert threads["requested"] == 2
+    native = {f"{p['internal_api']}:{os.path.basename(p['filepath'])}": p["num_threads"]
+              for p in threadpool_info()}
+    assert all(v == min(2, native[k]) for k, v in threads["blas_openmp"].items())
