@@ -31,8 +31,9 @@ clock), ``sampler_wall_seconds, sampler_cpu_seconds, wall_seconds, eval_seconds`
 outside the sampler, warm-up excluded), ``iterations, n_collected, n_density, n_grad,
 n_nonfinite, n_jitter, acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,``
 the sampler's own ``trace_columns``, the metric columns (``kl, kl_outside, ess_min,
-ess_median, ess_max`` by default), ``ess_per_second``, ``ess_per_density`` and
-``ess_per_grad`` (min ESS per sampler second, density and gradient evaluation).
+ess_median, ess_max, mcse_max, ess_min_stored`` by default; ``ess_*`` on the whole collected
+chain, fed block by block), ``ess_per_second``, ``ess_per_density`` and ``ess_per_grad`` (min
+ESS per sampler second, density and gradient evaluation).
 
 **Clocks.** ``budget.clock=wall`` (default) counts the wall time of the sampler's calls;
 ``budget.clock=cpu`` the CPU time of the whole process (``time.process_time``: every thread,
