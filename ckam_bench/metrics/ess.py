@@ -234,15 +234,17 @@ class StreamingESS:
     def _feed(self, level: int, y: np.ndarray) -> None:
         """Add the values y (k, d) to the sums of ``level``."""
         k = y.shape[0]
-        z = np.concatenate([self.tail[level], y])  # (L + k, d); zero padding adds nothing
-        # windows[s] = z[s : s + k]; lag L - s pairs y[q] with z[s + q]
-        windows = np.lib.stride_tricks.sliding_window_view(z, k, axis=0)[:LAGS + 1]
-        self.lagged[level] += np.einsum("qd,sdq->sd", y, windows)[:0:-1]
+        # draws last and contiguous: z (d, L + k), the last L values then y; zero padding adds
+        # nothing. windows[:, s] = z[:, s : s + k]: lag L − s pairs y[q] with z[:, s + q].
+        yt = np.ascontiguousarray(y.T)
+        z = np.concatenate([self.tail[level].T, yt], axis=1)
+        windows = np.lib.stride_tricks.sliding_window_view(z, k, axis=1)[:, :LAGS + 1]
+        self.lagged[level] += np.einsum("dq,dsq->sd", yt, windows)[:0:-1]
         filled = self.n[level]
         if filled < LAGS:
             take = min(LAGS - filled, k)
             self.head[level, filled:filled + take] = y[:take]
-        self.tail[level] = z[-LAGS:]
+        self.tail[level] = z[:, -LAGS:].T
         self.sums[level] += y.sum(axis=0)
         self.n[level] += k
 
