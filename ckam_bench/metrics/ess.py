@@ -172,10 +172,11 @@ class StreamingESS:
 
     and Geyer's initial positive and monotone sequence estimator (as in the module docstring,
     one chain) gives the level's autocorrelation time :math:`\tau_j` from the pair sums of
-    :math:`\rho_0 … \rho_{L-1}`. Batch means of size b over a chain of n draws with
-    variance :math:`\sigma^2` estimate the same asymptotic variance, so
+    :math:`\rho_0 … \rho_{L-1}`. Means of batches of :math:`b = 2^j` draws have the chain's
+    asymptotic variance :math:`\gamma_0^{(0)}\tau` divided by b, so
+    :math:`\tau = b\,\gamma_0^{(j)}\tau_j/\gamma_0^{(0)}` and, with :math:`n_j b` draws,
 
-    .. math:: \mathrm{ESS} = \frac{n\,\gamma_0^{(0)}}{2^j\,\gamma_0^{(j)}\,\tau_j}
+    .. math:: \mathrm{ESS} = \frac{n_j\,\gamma_0^{(0)}}{\gamma_0^{(j)}\,\tau_j}
 
     (= n/τ at level 0), taken per coordinate at the finest level whose pair sums reach a
     non-positive one within the L lags (so the truncation is Geyer's, not the window's) and
