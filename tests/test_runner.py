@@ -339,3 +339,38 @@ def test_threads_key_raises_the_blas_pool(tmp_path):
     native = {f"{p['internal_api']}:{os.path.basename(p['filepath'])}": p["num_threads"]
               for p in threadpool_info()}
     assert all(v == min(2, native[k]) for k, v in threads["blas_openmp"].items())
+
+
+@pytest.mark.slow
+def test_two_blas_threads_on_caravan_are_both_on_the_cpu_clock(tmp_path):
+    """threads=2 on Caravan (5 822 × 86): OpenBLAS runs the matrix-vector products of MALA's
+    gradients on two threads, and budget.clock=cpu reports the CPU of both — well above the
+    calling thread's own CPU time in the sampler's calls, which the clock used to count."""
+    import os
+
+    from hydra import compose, initialize_config_module
+
+    from ckam_bench.cli import build
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs")
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[
+            "sampler=mala", "target=logistic_caravan", "threads=2", "budget.clock=cpu",
+            "budget.seconds=600", "budget.max_iterations=300", "progress=false"])
+    labels = {"run_id": "t", "sampler": "mala", "target": "logistic_caravan", "kernel": "none",
+              "seed": 0}
+    runner = build(cfg, labels, tmp_path / "run")
+    advance, own = runner.sampler.advance, []
+
+    def timed(state, n):
+        c0 = time.thread_time()
+        try:
+            return advance(state, n)
+        finally:
+            own.append(time.thread_time() - c0)
+
+    runner.sampler.advance = timed
+    status = runner.run()
+    assert status["provenance"]["threads"]["requested"] == 2
+    assert status["totals"]["sampler_cpu_seconds"] > 1.3 * sum(own)
