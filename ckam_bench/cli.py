@@ -147,11 +147,12 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         raise ConfigError(f"start: {exc}") from exc
     target.reset_counters()
     kernel = getattr(sampler, "kernel", None)
-    labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none"}
+    labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none",
+              "target": getattr(target, "label", labels["target"])}  # a PyMC model: its name
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,
-        block_seconds=cfg.block_seconds,
+        block_seconds=cfg.block_seconds, threads=cfg.threads,
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,

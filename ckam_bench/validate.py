@@ -22,6 +22,7 @@ import importlib
 import inspect
 import math
 import numbers
+import os
 import types
 import typing
 
@@ -46,6 +47,11 @@ def resolved(cfg: DictConfig) -> dict:
     try:
         return OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
+        cause = exc  # a resolver's own ConfigError (e.g. ${pymc_dim:}) names its key: keep it
+        while cause is not None and not isinstance(cause, ConfigError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise cause from None
         key = getattr(exc, "full_key", None) or "config"
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"{key}: cannot resolve the value: {reason}") from None
@@ -189,6 +195,7 @@ def _check_run_keys(plain: dict) -> None:
     _positive_number(plain, "checkpoint.every", allow_none=True, limit=MAX_COUNT)
     _positive_number(plain, "checkpoint.max_overhead", allow_none=True)
     _positive_number(plain, "block_seconds", limit=3600)
+    _positive_int(plain, "threads", limit=os.cpu_count() or 1)
     for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
         _positive_int(plain, f"metrics.{key}", limit=MAX_ROWS)
     if plain.get("progress") not in ("auto", True, False):

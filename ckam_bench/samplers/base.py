@@ -61,8 +61,6 @@ class Block:
     n_jitter : proposal covariances that needed a jitter to be positive definite.
     logp : (n,) float or None, log π of the chain's state after iteration i (the log-target
         trace figures); None when the sampler does not record it (stored as NaN).
-    worker_cpu_seconds : CPU seconds the block took on threads other than the caller's (a
-        library that samples on a thread of its own); the runner adds them to its CPU clock.
     """
 
     samples: np.ndarray
@@ -74,7 +72,6 @@ class Block:
     n_nonfinite: int = 0
     n_jitter: int = 0
     logp: np.ndarray | None = None
-    worker_cpu_seconds: float = 0.0
 
     @property
     def n(self) -> int:

@@ -30,9 +30,8 @@ compilation runs in ``warm_up`` (before the sampler clock; its time is the run's
 (the count is a traced argument: one compilation serves every block size); its state — the
 library's state, the adaptation state and the PRNG key — is a tree of arrays held in the chain
 state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
-same chain. Both libraries compute on threads other than the caller's; the CPU time of the
-process's other threads during a block (:class:`WorkerClock`) is added to the sampler's CPU
-clock (``Block.worker_cpu_seconds``). nutpie's sampler
+same chain. Both libraries compute on threads other than the caller's, which the runner's CPU
+clock counts (it measures the whole process). nutpie's sampler
 runs on its own thread: the density callback holds it until ``advance`` grants it ``n`` more
 draws, and the expansion callback (called once per draw) hands each draw back and stops the
 chain when the ``n``-th is done, so a block is exactly ``n`` draws and nutpie is paused between
@@ -51,7 +50,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import weakref
 from dataclasses import dataclass
 from importlib import metadata
@@ -116,19 +114,6 @@ class PeerState(ChainState):
     """Divergent transitions so far (JAX peers)."""
     mean_steps: float = 0.0
     """Mean leapfrog steps per iteration of the last block."""
-
-
-class WorkerClock:
-    """CPU seconds spent by the process's threads other than the calling one inside a ``with``
-    block (XLA runs compiled loops, and nutpie its chain, on threads of their own)."""
-
-    def __enter__(self):
-        self._process, self._thread = time.process_time(), time.thread_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = max(0.0, (time.process_time() - self._process) - (time.thread_time() - self._thread))
-        return False
 
 
 # ---------------------------------------------------------------------------- JAX peers
@@ -205,12 +190,11 @@ class _JaxPeer(Sampler):
         carry = jax.tree_util.tree_unflatten(self._treedef, [state.library_state[k]
                                                              for k in sorted(state.library_state)])
         pieces, done = [], 0
-        with WorkerClock() as clock:
-            while done < n:
-                m = min(CAPACITY, n - done)
-                carry, out = self._block(carry, np.int64(m))  # the state stays on the device
-                pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
-                done += m
+        while done < n:
+            m = min(CAPACITY, n - done)
+            carry, out = self._block(carry, np.int64(m))  # the state stays on the device
+            pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
+            done += m
         jit.ran_compiled()  # XLA's compiled loop (provenance.loops)
         rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
         steps = rec["n_steps"].astype(np.int64)
@@ -222,7 +206,7 @@ class _JaxPeer(Sampler):
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=moved, accept_prob=rec["accept_prob"].astype(float),
                       phase=phase, step_size=rec["step_size"].astype(float), noise=np.full(n, np.nan),
-                      logp=rec["logp"].astype(float), worker_cpu_seconds=clock.seconds)
+                      logp=rec["logp"].astype(float))
         leaves = jax.tree_util.tree_leaves(carry)
         new = PeerState(x=X[-1].copy(), logp=float(rec["logp"][-1]), t=state.t + n,
                         library_state=_leaves_dict(leaves), step=float(rec["step_size"][-1]),
@@ -558,8 +542,7 @@ class Nutpie(Sampler):
             raise RuntimeError(f"nutpie was started for {self.burn_in} + {self.max_draws} draws "
                                f"(sampler.burn_in + sampler.max_draws): raise sampler.max_draws")
         background = self._background
-        with WorkerClock() as clock:
-            draws, logps, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
+        draws, logps, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
         if self._compiled_density:  # nutpie's Rust loop on the compiled density (provenance.loops)
@@ -569,8 +552,7 @@ class Nutpie(Sampler):
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=np.any(X != previous, axis=1),
                       accept_prob=np.full(n, np.nan), phase=phase, step_size=np.full(n, np.nan),
-                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=np.array(logps),
-                      worker_cpu_seconds=clock.seconds)
+                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=np.array(logps))
         return PeerState(x=X[-1].copy(), logp=float(logps[-1]), t=state.t + n, library_state={},
                          mean_steps=evals / n), block
 
