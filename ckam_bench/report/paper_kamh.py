@@ -14,7 +14,8 @@
   stored sample, the kernel the run's (fitted on z: the median heuristic), ν and γ the run's
   last recorded values (:func:`ckam_bench.samplers.kameleon.proposal_covariance`, the
   sampler's own covariance).
-* :func:`summary_table` — the numbers of Figure 5 (medians over chains).
+* :func:`summary_table` — the numbers of Figure 5 (medians over chains); :func:`glass_table` —
+  the Glass row: final mean distance and MMD² to the reference (medians, 10–90 % over chains).
 
 :func:`figures` and :func:`tables` are the sources registered in ``ckam-bench-figures``.
 """
@@ -91,30 +92,58 @@ def figure5(results: Results, target: str) -> Drawn | None:
     return Drawn(f"kamh_fig5_{target}", fig, caption, SECTION, f"{target}: Figure 5")
 
 
-def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
-    import matplotlib.pyplot as plt
-
+def _glass_runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
     groups: dict[str, list[StoredRun]] = {}
     for run in results.runs:
         if run.target == target and not run.trace.empty and {"mean_error", "mmd2"} <= set(run.trace):
             groups.setdefault(method(run), []).append(run)
+    return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else 99, kv[0])))
+
+
+def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
+    import matplotlib.pyplot as plt
+
+    groups = _glass_runs(results, target)
     if not groups:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for label, runs in sorted(groups.items()):
+    for label, runs in groups.items():
         for ax, column in zip(axes, ("mean_error", "mmd2")):
             frame = pd.concat([r.trace[["n_collected", column]].assign(run=r.run_id) for r in runs])
             grid = np.unique(frame["n_collected"])
             table = frame.pivot_table(index="n_collected", columns="run", values=column).reindex(grid).ffill()
             lo, med, hi = (table.quantile(q, axis=1) for q in (0.1, 0.5, 0.9))
-            ax.plot(grid, med, color=colour(runs[0].sampler), label=label)
+            ax.plot(grid, med, color=colour(runs[0].sampler), label=f"{label} ({len(runs)})")
             ax.fill_between(grid, lo, hi, color=colour(runs[0].sampler), alpha=0.2)
             ax.set_xlabel("collected samples")
-            ax.set_ylabel({"mean_error": "‖Ê[X] − E_ref[X]‖", "mmd2": "MMD² to reference"}[column])
+            ax.set_ylabel({"mean_error": "‖Ê[θ] − E_ref[θ]‖", "mmd2": "MMD² to reference"}[column])
+            ax.set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    caption = "Glass: mean distance and MMD² to the reference sample; median over chains, 10–90 % band."
+    caption = ("Glass (θ_d = log ℓ_d²): distance of the running mean to the reference mean and MMD² "
+               "(polynomial kernel (1 + ⟨θ, θ′⟩)³) to the certified reference sample against the number "
+               "of collected samples; median over chains (number in the legend), band 10–90 % over chains.")
     return Drawn(f"kamh_fig4_{target}", fig, caption, SECTION, f"{target}: Figure 4")
+
+
+def glass_table(results: Results, target: str = "gp_glass") -> Table | None:
+    """The Glass row of the KAMH table: per method, the last checkpoint's ‖Ê[θ] − E_ref[θ]‖ and
+    MMD² to the reference, median and 10–90 % over chains."""
+    rows = []
+    for label, runs in _glass_runs(results, target).items():
+        last = [r.trace.iloc[-1] for r in runs]
+        cells = {"method": label, "chains": str(len(runs)),
+                 "samples": f"{np.median([row['n_collected'] for row in last]):.0f}",
+                 "accept": f"{_stats([row.get('acceptance_sampling', row.get('acceptance', np.nan)) for row in last])[0]:.3f}"}
+        for key, column in (("‖mean − ref‖", "mean_error"), ("MMD²", "mmd2")):
+            med, lo, hi = _stats([row[column] for row in last])
+            cells[key] = f"{med:.3g} [{lo:.3g}, {hi:.3g}]"
+        rows.append(cells)
+    if not rows:
+        return None
+    header = list(rows[0])
+    return Table("KAMH paper, Glass (medians over chains, [10 %, 90 %])", "kamh_glass_numbers", header, header,
+                 [[r[h] for h in header] for r in rows])
 
 
 FIG2_TARGETS = ("banana_moderate", "banana_strong", "banana")
@@ -217,5 +246,4 @@ def figures(results: Results, settings=None) -> list[Drawn]:
 
 
 def tables(results: Results) -> list[Table]:
-    table = summary_table(results)
-    return [] if table is None else [table]
+    return [t for t in (summary_table(results), glass_table(results)) if t is not None]
