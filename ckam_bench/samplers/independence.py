@@ -60,8 +60,8 @@ class IndependenceState(ChainState):
 
 
 class IndependenceMetropolis(Sampler):
-    """Random walk with a covariance refitted during ``warmup`` iterations, then the independence
-    proposal t_ν(μ, c²Σ) with μ, Σ frozen (module docstring).
+    """A warm-up (random walk, then independence proposals, refitting μ and Σ), then the
+    independence proposal t_ν(μ, c²Σ) with μ, Σ frozen (module docstring).
 
     Parameters
     ----------
@@ -130,44 +130,41 @@ class IndependenceMetropolis(Sampler):
         log_u = log_ndtr(z[:, -1])
         rec = BlockRecorder(n, d, max_collect=n)
         x, logp, t = state.x, state.logp, state.t
-        s = 2.38 / math.sqrt(d)
+        s, half = 2.38 / math.sqrt(d), self.warmup // 2
         for i in range(n):
-            if t < self.warmup:
+            if t < half:  # random walk with the covariance fitted so far
                 y = x + s * (state.chol @ z[i, :d])
-                logp_y = float(target.log_density(y))
-                r = logp_y - logp if math.isfinite(logp_y) else -math.inf
-                if log_u[i] < r:
-                    x, logp = y, logp_y
-                    rec.accepted[i] = True
+                log_q_y = 0.0
+            else:  # independence proposal t_ν(μ, c²Σ)
+                w = float(z[i, d:d + nu] @ z[i, d:d + nu])  # χ²_ν (row by row: block-size free)
+                y = state.mean + self.scale * math.sqrt(nu / w) * (state.chol @ z[i, :d])
+                log_q_y = self._log_q(nu * float(z[i, :d] @ z[i, :d]) / w)
+            logp_y = float(target.log_density(y))
+            if math.isfinite(logp_y):
+                r = logp_y - logp + (state.log_q - log_q_y if t >= half else 0.0)
+            else:
+                r = -math.inf
+                rec.n_nonfinite += 1
+            if log_u[i] < r:
+                x, logp, state.log_q = y, logp_y, log_q_y
+                rec.accepted[i] = True
+            rec.accept_prob[i] = math.exp(min(r, 0.0)) if r > -math.inf else 0.0
+            rec.step_size[i] = s if t < half else self.scale
+            t += 1
+            if t <= self.warmup:  # adapting (not collected)
+                rec.phase[i] = 0
                 state.count += 1
                 state.s1 += x
                 state.s2 += np.outer(x, x)
-                t += 1
-                if t % self.refit_every == 0 or t == self.warmup:
+                if t % self.refit_every == 0 or t in (half, self.warmup):
                     self._fit(state)
-                if t == self.warmup // 2:  # fit the frozen proposal on the second half only
-                    state.count, state.s1, state.s2 = 0, np.zeros(d), np.zeros((d, d))
-                    if t == self.warmup:  # freeze: the current state's log q
+                    if t == half:  # the independence phase refits on its own states only
+                        state.count, state.s1, state.s2 = 0, np.zeros(d), np.zeros((d, d))
+                    if t >= half:  # log q(x) under the new proposal
                         state.log_q = self._log_q(self._delta(state, x))
-                rec.phase[i] = 0
-                rec.step_size[i] = s
             else:
-                w = float(z[i, d:d + nu] @ z[i, d:d + nu])  # χ²_ν (row by row: block-size free)
-                delta = nu * float(z[i, :d] @ z[i, :d]) / w
-                y = state.mean + self.scale * math.sqrt(nu / w) * (state.chol @ z[i, :d])
-                logp_y = float(target.log_density(y))
-                log_q_y = self._log_q(delta)
-                r = logp_y - logp + state.log_q - log_q_y if math.isfinite(logp_y) else -math.inf
-                if log_u[i] < r:
-                    x, logp, state.log_q = y, logp_y, log_q_y
-                    rec.accepted[i] = True
-                t += 1
                 rec.phase[i] = 1
-                rec.step_size[i] = self.scale
                 rec.collect(x)
-            if not math.isfinite(r):
-                rec.n_nonfinite += 1
-            rec.accept_prob[i] = math.exp(min(r, 0.0)) if math.isfinite(r) else 0.0
             rec.logp[i] = logp
         state.x, state.logp, state.t = np.asarray(x, float), float(logp), t
         return state, rec.block()
