@@ -34,16 +34,39 @@ def test_figure5_and_table(runs, tmp_path):
     assert last["q"].shape == (9,) and 0 <= last["accept"] <= 1
 
 
+def stand_in_reference(folder):
+    """A gp_glass reference file in ``folder`` (a user cache) for rendering tests: 4 × 250 draws of
+    N(2, I) marked certified. The shipped certified reference, when present, is found first."""
+    import numpy as np
+
+    from ckam_bench.reference import store_reference
+    from ckam_bench.targets.gp_classification import gp_glass
+
+    target = gp_glass()
+    draws = np.random.default_rng(0).normal(2.0, 1.0, (1000, 9))
+    arrays = {"samples": draws.astype(np.float32), "chain": np.repeat(np.arange(4, dtype=np.int16), 250),
+              "mean": draws.mean(0), "second_moment": (draws**2).mean(0), "variance": draws.var(0),
+              "fourth_moment": (draws**4).mean(0), "mcse_mean": np.full(9, 0.03)}
+    certificate = {"reference_id": target.reference_id(), "certified": True, "sampler": "stand-in (test)",
+                   "date": "test", "chains": 4, "iterations": 250,
+                   "diagnostics": {"rhat_max": 1.0, "ess_bulk_min": 1000.0, "ess_tail_min": 1000.0}}
+    store_reference(folder, certificate, arrays)
+
+
 @pytest.fixture(scope="module")
 def glass_runs(tmp_path_factory):
     """A tiny kamh_glass sweep (SM and KAMH-LS, 2 chains, 60 iterations): its mean error and MMD²
-    are measured against the shipped certified gp_glass reference."""
+    are measured against the certified gp_glass reference (shipped; else a stand-in in a
+    temporary cache)."""
     root = tmp_path_factory.mktemp("glass")
+    cache = tmp_path_factory.mktemp("cache")
+    stand_in_reference(cache)
     subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=kamh_glass",
                     "sampler=rw,kamh", "seed=0,1", "budget.max_iterations=60", "burnin=20",
                     "checkpoint.every=0.5", "progress=false", f"hydra.sweep.dir={root}"],
                    check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1",
-                                                         "OPENBLAS_NUM_THREADS": "1"})
+                                                         "OPENBLAS_NUM_THREADS": "1",
+                                                         "CKAM_BENCH_CACHE": str(cache)})
     return root
 
 
