@@ -15,6 +15,9 @@
 #              paper's 4 x 30 x 100 000 estimates are ~8-20 CPU-hours: use --seeds and a shorter
 #              --glass-iterations N (burn-in N/5; implies --glass) to run a fraction)
 #   --glass-only  the Glass runs only (no Figure 5 experiments)
+#   --glass-reference  first build the certified gp_glass reference into the user cache
+#              (ckam-bench-reference target=gp_glass sampler=imh: 16 chains, one job each, --jobs
+#              at once, then combine=true; ~10 CPU-minutes on an idle core; implies --glass)
 #
 # What runs (SM = rw, AM-FS = am, AM-LS = gam, KAMH-LS = kamh; conf/experiment/kamh_*.yaml):
 #   kamh_banana_moderate  B(0.03, 100), 8-D   40 000 iterations, burn-in 20 000, 20 chains
@@ -29,9 +32,10 @@ PROG=reproduce_kamh_paper.sh
 DEFAULT_OUT=kamh_paper
 . "$(dirname "$0")/reproduce_common.sh"
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 glass=0
 glass_only=0
+glass_reference=0
 glass_iters=100000
 extra_option() {
     case "$1" in
@@ -43,6 +47,7 @@ extra_option() {
             fi
             glass=1; glass_iters=$2; consumed=2 ;;
         --glass-only) glass=1; glass_only=1; consumed=1 ;;
+        --glass-reference) glass=1; glass_reference=1; consumed=1 ;;
         *) return 1 ;;
     esac
 }
@@ -57,6 +62,14 @@ if [[ $glass_only == 1 ]]; then plan=(); fi
 if [[ $glass == 1 ]]; then plan+=("kamh_glass $glass_iters $(( glass_iters / 5 )) 30"); fi
 
 start_all=$SECONDS
+if [[ $glass_reference == 1 ]]; then
+    need_tools ckam-bench-reference
+    # the shipped reference's settings (README): 16 chains of imh, each a job, then certify
+    ref=(target=gp_glass sampler=imh chains=16 burn_in=0 iterations=7500 max_draws=7500)
+    echo "== gp_glass reference: 16 chains, $jobs at a time -> $out/logs/glass_reference.log"
+    seq 0 15 | xargs -P "$jobs" -I{} ckam-bench-reference "${ref[@]}" chain={} >> "$out/logs/glass_reference.log" 2>&1
+    ckam-bench-reference "${ref[@]}" combine=true 2>&1 | tee -a "$out/logs/glass_reference.log"
+fi
 for line in "${plan[@]}"; do
     read -r name iters burn chains <<< "$line"
     if [[ $quick == 1 ]]; then iters=$(( iters / 20 )); burn=$(( burn / 20 )); chains=2; fi
