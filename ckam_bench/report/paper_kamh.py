@@ -5,9 +5,10 @@
   acceptance rate after burn-in, ‖Ê[X]‖/10 and the deviation |ĉ_q − q| × 10 of each quantile
   region q = 0.1 … 0.9, the median over chains with 80 % intervals (10 % and 90 % quantiles over
   chains) as error bars; each run's last checkpoint.
-* :func:`figure4` — gp_glass: ‖Ê[X] − E_ref[X]‖ and MMD² to the reference sample against the
-  number of collected samples, median over chains with an 80 % band (needs the certified
-  reference: ``ckam-bench-reference target=gp_glass``).
+* :func:`figure4` — gp_glass: ‖Ê[θ] − E_ref[θ]‖ and MMD² to the certified reference sample
+  against the number of collected samples, median over chains with an 80 % band: from the
+  trace when the run measured them, else from the run's stored samples against the reference
+  found at render time (:func:`glass_curve`; so runs made before the reference existed render).
 * :func:`figure2` — per banana target with a stored KAM run (kamh, else kam): 95 % contours of
   KAM's proposal N(y, γ²I + ν²A_yA_yᵀ) at five points y, projected on (x₀, x₁), over the
   density; the subsample z is M (the run's ``subsample_size``) evenly spaced rows of the run's
@@ -92,11 +93,47 @@ def figure5(results: Results, target: str) -> Drawn | None:
     return Drawn(f"kamh_fig5_{target}", fig, caption, SECTION, f"{target}: Figure 5")
 
 
-def _glass_runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
-    groups: dict[str, list[StoredRun]] = {}
+GLASS_COLUMNS = ("mean_error", "mmd2")
+
+
+def glass_curve(run: StoredRun, reference, points: int = 12) -> pd.DataFrame | None:
+    """A run's Figure 4 curve computed afterwards from its stored (evenly thinned) samples: at
+    ``points`` log-spaced k, ‖mean of the first k stored states − reference mean‖ and the unbiased
+    MMD² (polynomial kernel (1 + ⟨a, b⟩)³) of those k states against ≤ 1000 evenly spaced reference
+    rows; ``n_collected`` is the collected index of the k-th stored state + 1."""
+    from ckam_bench.metrics.mmd import evenly_spaced, mmd2_unbiased
+
+    samples = run.samples()
+    if samples is None or len(samples) < 2:
+        return None
+    X = samples[[c for c in samples.columns if c.startswith("x")]].to_numpy(float)
+    index = samples["index"].to_numpy() if "index" in samples else np.arange(len(X))
+    Y = evenly_spaced(reference.samples, 1000)
+    ks = np.unique(np.geomspace(2, len(X), points).round().astype(int))
+    return pd.DataFrame({"n_collected": index[ks - 1] + 1,
+                         "mean_error": [float(np.linalg.norm(X[:k].mean(0) - reference.mean)) for k in ks],
+                         "mmd2": [mmd2_unbiased(X[:k], Y, "polynomial") for k in ks]})
+
+
+def _glass_runs(results: Results, target: str) -> dict[str, list[pd.DataFrame]]:
+    """Per method, each run's (n_collected, mean_error, mmd2) curve: the trace's checkpoints when the
+    run measured them against a reference, else computed from its stored samples against the
+    reference found now (:func:`ckam_bench.reference.load_reference`)."""
+    from ckam_bench.reference import load_reference
+
+    groups: dict[str, list[pd.DataFrame]] = {}
+    reference = False  # looked up once, on the first run that needs it
     for run in results.runs:
-        if run.target == target and not run.trace.empty and {"mean_error", "mmd2"} <= set(run.trace):
-            groups.setdefault(method(run), []).append(run)
+        if run.target != target:
+            continue
+        if not run.trace.empty and set(GLASS_COLUMNS) <= set(run.trace):
+            curve = run.trace[["n_collected", *GLASS_COLUMNS]].dropna()
+        else:
+            if reference is False:
+                reference = load_reference(run.build_target())
+            curve = None if reference is None else glass_curve(run, reference)
+        if curve is not None and len(curve):
+            groups.setdefault(method(run), []).append(curve.assign(run=run.run_id, sampler=run.sampler))
     return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else 99, kv[0])))
 
 
@@ -107,17 +144,19 @@ def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
     if not groups:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for label, runs in groups.items():
-        for ax, column in zip(axes, ("mean_error", "mmd2")):
-            frame = pd.concat([r.trace[["n_collected", column]].assign(run=r.run_id) for r in runs])
+    for label, curves in groups.items():
+        frame = pd.concat(curves)
+        for ax, column in zip(axes, GLASS_COLUMNS):
             grid = np.unique(frame["n_collected"])
             table = frame.pivot_table(index="n_collected", columns="run", values=column).reindex(grid).ffill()
             lo, med, hi = (table.quantile(q, axis=1) for q in (0.1, 0.5, 0.9))
-            ax.plot(grid, med, color=colour(runs[0].sampler), label=f"{label} ({len(runs)})")
-            ax.fill_between(grid, lo, hi, color=colour(runs[0].sampler), alpha=0.2)
+            c = colour(curves[0]["sampler"].iloc[0])
+            ax.plot(grid, med, color=c, label=f"{label} ({len(curves)})")
+            ax.fill_between(grid, lo, hi, color=c, alpha=0.2)
             ax.set_xlabel("collected samples")
+            ax.set_xscale("log")
             ax.set_ylabel({"mean_error": "‖Ê[θ] − E_ref[θ]‖", "mmd2": "MMD² to reference"}[column])
-            ax.set_yscale("log")
+    axes[0].set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     caption = ("Glass (θ_d = log ℓ_d²): distance of the running mean to the reference mean and MMD² "
@@ -127,14 +166,13 @@ def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
 
 
 def glass_table(results: Results, target: str = "gp_glass") -> Table | None:
-    """The Glass row of the KAMH table: per method, the last checkpoint's ‖Ê[θ] − E_ref[θ]‖ and
-    MMD² to the reference, median and 10–90 % over chains."""
+    """The Glass row of the KAMH table: per method, the last point of each chain's curve:
+    ‖Ê[θ] − E_ref[θ]‖ and MMD² to the reference, median and 10–90 % over chains."""
     rows = []
-    for label, runs in _glass_runs(results, target).items():
-        last = [r.trace.iloc[-1] for r in runs]
-        cells = {"method": label, "chains": str(len(runs)),
-                 "samples": f"{np.median([row['n_collected'] for row in last]):.0f}",
-                 "accept": f"{_stats([row.get('acceptance_sampling', row.get('acceptance', np.nan)) for row in last])[0]:.3f}"}
+    for label, curves in _glass_runs(results, target).items():
+        last = [c.iloc[-1] for c in curves]
+        cells = {"method": label, "chains": str(len(curves)),
+                 "samples": f"{np.median([row['n_collected'] for row in last]):.0f}"}
         for key, column in (("‖mean − ref‖", "mean_error"), ("MMD²", "mmd2")):
             med, lo, hi = _stats([row[column] for row in last])
             cells[key] = f"{med:.3g} [{lo:.3g}, {hi:.3g}]"
