@@ -65,8 +65,9 @@ class IndependenceMetropolis(Sampler):
 
     Parameters
     ----------
-    warmup : iterations of the adaptive random-walk warm-up (≥ 10; not collected).
-    refit_every : refit Σ every this many warm-up iterations (≥ 1).
+    warmup : warm-up iterations (≥ 10; not collected): random walk for the first half,
+        independence proposals for the second, refitting μ and Σ.
+    refit_every : refit μ and Σ every this many warm-up iterations (≥ 1).
     df : ν, degrees of freedom of the t proposal (integer, 1 … 100).
     scale : c, scale of the t proposal relative to the warm-up covariance (> 0).
     init_scale : Σ₀ = init_scale² I (> 0).
