@@ -451,37 +451,36 @@ def pymc_rows(spec: str, seconds: float, repeats: int) -> tuple[list[dict], list
 def direct_glass_log_density(X, y, theta, eps, prior_variance: float = 5.0, jitter: float = 1e-6) -> float:
     """The yardstick of the gp_glass row: log p(θ) + log p̂(y|θ), the same Laplace +
     importance-sampling formula as :class:`ckam_bench.targets.gp_classification.GPClassification`
-    written directly with numpy/scipy (cdist for K, plain Newton steps of Rasmussen & Williams'
-    Algorithm 3.1, Cholesky factors, triangular solves), with the standard normals ``eps``
-    (n × N) given. Equal to the target's estimate for the same draws (to rounding)."""
+    written directly with numpy/scipy (cdist for K with θ_d = log ℓ_d², plain Newton steps of
+    Rasmussen & Williams' Algorithm 3.1 from f = 0, Cholesky factors, triangular solves), with
+    the standard normals ``eps`` (n × N) given: f = L_K v, v ~ N(L_Kᵀ â, M⁻¹), M = I + L_KᵀWL_K.
+    Equal to the target's estimate for the same draws (to rounding)."""
     from scipy.linalg import cho_solve, cholesky, solve_triangular
     from scipy.spatial.distance import cdist
     from scipy.special import expit, log_expit, logsumexp
 
     n, eye, t = len(y), np.eye(len(y)), 0.5 * (y + 1.0)
-    scaled = X * np.exp(0.5 * theta)
+    scaled = X * np.exp(-0.5 * theta)
     K = np.exp(-0.5 * cdist(scaled, scaled, "sqeuclidean")) + jitter * eye
-    f = np.zeros(n)
+    f, a = np.zeros(n), np.zeros(n)
     for _ in range(200):
         p = expit(f)
         sw = np.sqrt(p * (1.0 - p))
         L = cholesky(eye + sw[:, None] * K * sw[None, :], lower=True)
         b = sw**2 * f + t - p
-        f_new = K @ (b - sw * cho_solve((L, True), sw * (K @ b)))
+        a = b - sw * cho_solve((L, True), sw * (K @ b))
+        f_new = K @ a
         done = np.max(np.abs(f_new - f)) < 1e-9
         f = f_new
         if done:
             break
     p = expit(f)
-    sw = np.sqrt(p * (1.0 - p))
-    L = cholesky(eye + sw[:, None] * K * sw[None, :], lower=True)
-    V = solve_triangular(L, sw[:, None] * K, lower=True)
-    LS, LK = cholesky(K - V.T @ V, lower=True), cholesky(K, lower=True)
-    F = f[:, None] + LS @ eps
-    log_q = -0.5 * np.sum(eps**2, axis=0) - np.log(np.diag(LS)).sum()
-    A = solve_triangular(LK, F, lower=True)
-    log_prior_f = -0.5 * np.sum(A**2, axis=0) - np.log(np.diag(LK)).sum()
-    log_w = np.sum(log_expit(y[:, None] * F), axis=0) + log_prior_f - log_q
+    LK = cholesky(K, lower=True)
+    C = np.sqrt(p * (1.0 - p))[:, None] * LK
+    LM = cholesky(eye + C.T @ C, lower=True)
+    V = (LK.T @ a)[:, None] + solve_triangular(LM, eps, lower=True, trans="T")
+    log_w = (np.sum(log_expit(y[:, None] * (LK @ V)), axis=0) - 0.5 * np.sum(V**2, axis=0)
+             + 0.5 * np.sum(eps**2, axis=0) - np.log(np.diag(LM)).sum())
     return float(logsumexp(log_w) - math.log(eps.shape[1]) - 0.5 * theta @ theta / prior_variance
                  - 0.5 * len(theta) * math.log(2.0 * math.pi * prior_variance))
 

@@ -52,11 +52,20 @@ def test_bad_input():
         GPClassification(np.zeros((3, 2)), [0, 1, 1])
 
 
+def test_coordinates_are_log_squared_lengthscales(glass):
+    """θ_d = log ℓ_d² (the paper's convention): K_ij = exp(−½ Σ_d (x_id − x_jd)² / ℓ_d²) + ε δ_ij."""
+    target = small(glass, 12)
+    ell2 = np.linspace(0.3, 4.0, 9)
+    X = target.X
+    brute = np.array([[math.exp(-0.5 * np.sum((X[i] - X[j]) ** 2 / ell2)) for j in range(12)] for i in range(12)])
+    np.testing.assert_allclose(target.kernel_matrix(np.log(ell2)), brute + 1e-6 * np.eye(12), rtol=1e-12)
+
+
 @pytest.mark.parametrize("theta", [np.zeros(9), np.linspace(-2.0, 1.5, 9)])
 def test_laplace_mode_against_a_generic_optimiser(glass, theta):
     target = small(glass, 60)
     K = target.kernel_matrix(theta)
-    f_hat, LS = target.laplace(K)
+    f_hat, a_hat, sw = target.laplace(K)
     Kinv = np.linalg.inv(K)
 
     def objective(f):
@@ -66,8 +75,48 @@ def test_laplace_mode_against_a_generic_optimiser(glass, theta):
                              options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10000})
     assert objective(f_hat)[0] <= best.fun + 1e-8
     assert np.allclose(f_hat, best.x, atol=1e-4)
-    w = expit(f_hat) * (1 - expit(f_hat))
-    assert np.allclose(LS @ LS.T, np.linalg.inv(Kinv + np.diag(w)), atol=1e-6)
+    np.testing.assert_allclose(K @ a_hat, f_hat, atol=1e-12)
+    np.testing.assert_allclose(sw**2, expit(f_hat) * (1 - expit(f_hat)), rtol=1e-12)
+
+
+def test_warm_start_changes_the_mode_and_the_estimate_only_by_rounding(glass):
+    """The Newton search starts at the previous estimate's mode; it converges to rounding, so
+    the estimate (for the same normals) is the one of a cold start to 1e-9: the estimate's
+    distribution at θ does not depend on the chain's previous point."""
+    target = gp_glass()
+    theta = np.random.default_rng(1).normal(0.0, 1.0, 9)
+    K = target.kernel_matrix(theta)
+    cold, _, _ = target.laplace(K)
+    for near in (theta + 0.3, -theta, np.zeros(9)):
+        _, a_near, _ = target.laplace(target.kernel_matrix(near))
+        warm, _, _ = target.laplace(K, a_near)
+        np.testing.assert_allclose(warm, cold, atol=1e-10)
+        target.bind_rng(np.random.default_rng(2))  # forgets the warm start
+        first = target.log_likelihood_estimate(theta)
+        target._warm = a_near
+        second = target.log_likelihood_estimate(theta, rng=np.random.default_rng(2))
+        assert second == pytest.approx(first, abs=1e-9)
+
+
+def test_importance_draws_and_weights_against_dense_densities(glass):
+    """The whitened draws are N(f̂, Σ), Σ = (K⁻¹ + W)⁻¹ (moments of 20 000 draws), and each log
+    weight is log p(y|f) + log N(f; 0, K) − log N(f; f̂, Σ) by scipy's dense densities."""
+    from scipy.stats import multivariate_normal
+
+    target = small(glass, 25)
+    theta = np.linspace(-1.0, 1.0, 9)
+    K = target.kernel_matrix(theta)
+    f_hat, _, sw = target.laplace(K)
+    sigma = np.linalg.inv(np.linalg.inv(K) + np.diag(sw**2))
+    eps = np.random.default_rng(0).standard_normal((25, 20000))
+    F, log_w = target.importance_draws(K, eps)
+    se = np.sqrt(np.diag(sigma) / 20000)
+    assert np.all(np.abs(F.mean(1) - f_hat) < 5 * se)
+    np.testing.assert_allclose(np.cov(F), sigma, atol=0.05 * np.abs(sigma).max())
+    few = F[:, :5].T
+    dense = (log_likelihood(target.y, few.T) + multivariate_normal(np.zeros(25), K).logpdf(few)
+             - multivariate_normal(f_hat, sigma).logpdf(few))
+    np.testing.assert_allclose(log_w[:5], dense, atol=1e-6)
 
 
 def test_estimate_is_unbiased_in_the_likelihood(glass):
@@ -153,3 +202,4 @@ def test_bench_yardstick_is_the_same_formula():
         target.rng = np.random.default_rng(seed + 1)
         assert target.log_density(theta) == pytest.approx(
             bench.direct_glass_log_density(target.X, target.y, theta, eps), abs=1e-8)
+

@@ -209,3 +209,19 @@ def test_kernel_yaml(name, cls, params):
     for key, value in params.items():
         assert getattr(kernel, key) == value
     assert set(cfg.kernel) - {"_target_"} == set(params)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 50, 1000])
+def test_median_distance_is_numpys_median(n):
+    """The fast median of pairwise distances equals np.median(pdist(Z)) bit for bit (odd and
+    even numbers of pairs, ties), and is NaN when a distance is."""
+    from scipy.spatial.distance import pdist
+
+    from ckam_bench.kernels import median_distance
+
+    rng = np.random.default_rng(n)
+    for Z in (rng.normal(size=(n, 3)), np.round(rng.normal(size=(n, 2))), np.zeros((n, 2))):
+        assert median_distance(Z) == float(np.median(pdist(Z)))
+    Z = rng.normal(size=(n, 3))
+    Z[0, 0] = np.nan
+    assert math.isnan(median_distance(Z))

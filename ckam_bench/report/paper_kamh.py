@@ -5,16 +5,18 @@
   acceptance rate after burn-in, ‖Ê[X]‖/10 and the deviation |ĉ_q − q| × 10 of each quantile
   region q = 0.1 … 0.9, the median over chains with 80 % intervals (10 % and 90 % quantiles over
   chains) as error bars; each run's last checkpoint.
-* :func:`figure4` — gp_glass: ‖Ê[X] − E_ref[X]‖ and MMD² to the reference sample against the
-  number of collected samples, median over chains with an 80 % band (needs the certified
-  reference: ``ckam-bench-reference target=gp_glass``).
+* :func:`figure4` — gp_glass: ‖Ê[θ] − E_ref[θ]‖ and MMD² to the certified reference sample
+  against the number of collected samples, median over chains with an 80 % band: from the
+  trace when the run measured them, else from the run's stored samples against the reference
+  found at render time (:func:`glass_curve`; so runs made before the reference existed render).
 * :func:`figure2` — per banana target with a stored KAM run (kamh, else kam): 95 % contours of
   KAM's proposal N(y, γ²I + ν²A_yA_yᵀ) at five points y, projected on (x₀, x₁), over the
   density; the subsample z is M (the run's ``subsample_size``) evenly spaced rows of the run's
   stored sample, the kernel the run's (fitted on z: the median heuristic), ν and γ the run's
   last recorded values (:func:`ckam_bench.samplers.kameleon.proposal_covariance`, the
   sampler's own covariance).
-* :func:`summary_table` — the numbers of Figure 5 (medians over chains).
+* :func:`summary_table` — the numbers of Figure 5 (medians over chains); :func:`glass_table` —
+  the Glass row: final mean distance and MMD² to the reference (medians, 10–90 % over chains).
 
 :func:`figures` and :func:`tables` are the sources registered in ``ckam-bench-figures``.
 """
@@ -91,30 +93,95 @@ def figure5(results: Results, target: str) -> Drawn | None:
     return Drawn(f"kamh_fig5_{target}", fig, caption, SECTION, f"{target}: Figure 5")
 
 
+GLASS_COLUMNS = ("mean_error", "mmd2")
+
+
+def glass_curve(run: StoredRun, reference, points: int = 12) -> pd.DataFrame | None:
+    """A run's Figure 4 curve computed afterwards from its stored (evenly thinned) samples: at
+    ``points`` log-spaced k, ‖mean of the first k stored states − reference mean‖ and the unbiased
+    MMD² (polynomial kernel (1 + ⟨a, b⟩)³) of those k states against ≤ 1000 evenly spaced reference
+    rows; ``n_collected`` is the collected index of the k-th stored state + 1."""
+    from ckam_bench.metrics.mmd import evenly_spaced, mmd2_unbiased
+
+    samples = run.samples()
+    if samples is None or len(samples) < 2:
+        return None
+    X = samples[[c for c in samples.columns if c.startswith("x")]].to_numpy(float)
+    index = samples["index"].to_numpy() if "index" in samples else np.arange(len(X))
+    Y = evenly_spaced(reference.samples, 1000)
+    ks = np.unique(np.geomspace(2, len(X), points).round().astype(int))
+    return pd.DataFrame({"n_collected": index[ks - 1] + 1,
+                         "mean_error": [float(np.linalg.norm(X[:k].mean(0) - reference.mean)) for k in ks],
+                         "mmd2": [mmd2_unbiased(X[:k], Y, "polynomial") for k in ks]})
+
+
+def _glass_runs(results: Results, target: str) -> dict[str, list[pd.DataFrame]]:
+    """Per method, each run's (n_collected, mean_error, mmd2) curve: the trace's checkpoints when the
+    run measured them against a reference, else computed from its stored samples against the
+    reference found now (:func:`ckam_bench.reference.load_reference`)."""
+    from ckam_bench.reference import load_reference
+
+    groups: dict[str, list[pd.DataFrame]] = {}
+    reference = False  # looked up once, on the first run that needs it
+    for run in results.runs:
+        if run.target != target:
+            continue
+        if not run.trace.empty and set(GLASS_COLUMNS) <= set(run.trace):
+            curve = run.trace[["n_collected", *GLASS_COLUMNS]].dropna()
+        else:
+            if reference is False:
+                reference = load_reference(run.build_target())
+            curve = None if reference is None else glass_curve(run, reference)
+        if curve is not None and len(curve):
+            groups.setdefault(method(run), []).append(curve.assign(run=run.run_id, sampler=run.sampler))
+    return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else 99, kv[0])))
+
+
 def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
     import matplotlib.pyplot as plt
 
-    groups: dict[str, list[StoredRun]] = {}
-    for run in results.runs:
-        if run.target == target and not run.trace.empty and {"mean_error", "mmd2"} <= set(run.trace):
-            groups.setdefault(method(run), []).append(run)
+    groups = _glass_runs(results, target)
     if not groups:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for label, runs in sorted(groups.items()):
-        for ax, column in zip(axes, ("mean_error", "mmd2")):
-            frame = pd.concat([r.trace[["n_collected", column]].assign(run=r.run_id) for r in runs])
+    for label, curves in groups.items():
+        frame = pd.concat(curves)
+        for ax, column in zip(axes, GLASS_COLUMNS):
             grid = np.unique(frame["n_collected"])
             table = frame.pivot_table(index="n_collected", columns="run", values=column).reindex(grid).ffill()
             lo, med, hi = (table.quantile(q, axis=1) for q in (0.1, 0.5, 0.9))
-            ax.plot(grid, med, color=colour(runs[0].sampler), label=label)
-            ax.fill_between(grid, lo, hi, color=colour(runs[0].sampler), alpha=0.2)
+            c = colour(curves[0]["sampler"].iloc[0])
+            ax.plot(grid, med, color=c, label=f"{label} ({len(curves)})")
+            ax.fill_between(grid, lo, hi, color=c, alpha=0.2)
             ax.set_xlabel("collected samples")
-            ax.set_ylabel({"mean_error": "‖Ê[X] − E_ref[X]‖", "mmd2": "MMD² to reference"}[column])
+            ax.set_xscale("log")
+            ax.set_ylabel({"mean_error": "‖Ê[θ] − E_ref[θ]‖", "mmd2": "MMD² to reference"}[column])
+    axes[0].set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    caption = "Glass: mean distance and MMD² to the reference sample; median over chains, 10–90 % band."
+    caption = ("Glass (θ_d = log ℓ_d²): distance of the running mean to the reference mean and MMD² "
+               "(polynomial kernel (1 + ⟨θ, θ′⟩)³) to the certified reference sample against the number "
+               "of collected samples; median over chains (number in the legend), band 10–90 % over chains.")
     return Drawn(f"kamh_fig4_{target}", fig, caption, SECTION, f"{target}: Figure 4")
+
+
+def glass_table(results: Results, target: str = "gp_glass") -> Table | None:
+    """The Glass row of the KAMH table: per method, the last point of each chain's curve:
+    ‖Ê[θ] − E_ref[θ]‖ and MMD² to the reference, median and 10–90 % over chains."""
+    rows = []
+    for label, curves in _glass_runs(results, target).items():
+        last = [c.iloc[-1] for c in curves]
+        cells = {"method": label, "chains": str(len(curves)),
+                 "samples": f"{np.median([row['n_collected'] for row in last]):.0f}"}
+        for key, column in (("‖mean − ref‖", "mean_error"), ("MMD²", "mmd2")):
+            med, lo, hi = _stats([row[column] for row in last])
+            cells[key] = f"{med:.3g} [{lo:.3g}, {hi:.3g}]"
+        rows.append(cells)
+    if not rows:
+        return None
+    header = list(rows[0])
+    return Table("KAMH paper, Glass (medians over chains, [10 %, 90 %])", "kamh_glass_numbers", header, header,
+                 [[r[h] for h in header] for r in rows])
 
 
 FIG2_TARGETS = ("banana_moderate", "banana_strong", "banana")
@@ -217,5 +284,4 @@ def figures(results: Results, settings=None) -> list[Drawn]:
 
 
 def tables(results: Results) -> list[Table]:
-    table = summary_table(results)
-    return [] if table is None else [table]
+    return [t for t in (summary_table(results), glass_table(results)) if t is not None]

@@ -13,6 +13,8 @@
 * :mod:`~ckam_bench.samplers.divergence` — the divergence-minimisation (DM) sampler, its
   finite-adaptation variant and Scout MCMC (Dharamshi, Ngo & Rosenthal).
 * :mod:`~ckam_bench.samplers.tempering` — parallel tempering.
+* :mod:`~ckam_bench.samplers.independence` — independence Metropolis–Hastings with a t proposal
+  learned in a finite warm-up (the reference sampler of pseudo-marginal ``gp_glass``).
 * :mod:`~ckam_bench.samplers.peers` — the production samplers run inside the harness: nutpie,
   NumPyro's NUTS, BlackJAX's NUTS with window adaptation (the optional extra ``peers``).
 """

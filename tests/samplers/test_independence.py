@@ -1,0 +1,74 @@
+"""Independence Metropolis–Hastings with a t proposal learned in a finite warm-up."""
+
+import numpy as np
+import pytest
+
+from ckam_bench.samplers.independence import IndependenceMetropolis
+from ckam_bench.targets.banana import Banana
+from ckam_bench.targets.gaussians import gauss2d_corr
+from tests.samplers.invariance import assert_stationary, check_acceptance, check_moments, run_chains
+
+
+def make(**kw):
+    return lambda: IndependenceMetropolis(**{"warmup": 400, "refit_every": 100, **kw})
+
+
+def test_gaussian_moments_and_acceptance():
+    t = gauss2d_corr()
+    samples, accepted = run_chains(make(), t, 6, 3400, seed=1)
+    assert samples.shape == (6, 3000, 2)  # the warm-up is not collected
+    check_moments(samples, t.mean, t.variance)
+    check_acceptance(accepted, 0.5, 1.0)  # a t fitted to a Gaussian: nearly independent draws
+
+
+class NoHastings(IndependenceMetropolis):
+    """The ratio without q(x)/q(y): targets π·q, not π."""
+
+    def _log_q(self, delta):
+        return 0.0
+
+
+def test_hastings_ratio_on_a_skewed_target():
+    """On a banana (far from the t proposal) the chain keeps the exact moments; without the
+    Hastings factor q(x)/q(y) it does not (so the test sees the ratio)."""
+    t = Banana(dim=2, b=0.03, v=25.0)
+    samples, _ = run_chains(make(scale=1.5), t, 6, 6400, seed=2)
+    check_moments(samples, t.mean, t.variance)
+    wrong, _ = run_chains(lambda: NoHastings(warmup=400, refit_every=100, scale=1.5), t, 6, 6400, seed=2)
+    with pytest.raises(AssertionError):
+        check_moments(wrong, t.mean, t.variance)
+
+
+def test_stationary_after_the_warm_up():
+    assert_stationary(make(), gauss2d_corr(), n_chains=60, times=[500, 2000], seed=3)
+
+
+def test_chain_does_not_depend_on_block_sizes():
+    t = gauss2d_corr()
+    runs = []
+    for blocks in ([700], [130, 270, 300]):
+        s = IndependenceMetropolis(warmup=400, refit_every=100)
+        state = s.init(t, np.zeros(2), np.random.default_rng(4))
+        out = []
+        for b in blocks:
+            state, blk = s.advance(state, b)
+            out.append(blk.samples)
+        runs.append(np.concatenate(out))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_counts_one_density_per_iteration_and_keeps_the_estimate():
+    t = gauss2d_corr()
+    s = IndependenceMetropolis(warmup=50, refit_every=10)
+    state = s.init(t, np.zeros(2), np.random.default_rng(0))
+    state, blk = s.advance(state, 200)
+    assert t.n_density == 201 and blk.samples.shape == (150, 2)
+    assert state.logp == t._log_density(state.x)
+    assert set(np.unique(blk.phase)) == {0, 1}
+
+
+@pytest.mark.parametrize("key, value", [("warmup", 5), ("refit_every", 0), ("df", 0), ("df", 2.5),
+                                        ("scale", 0.0), ("init_scale", -1.0), ("ridge", float("nan"))])
+def test_bad_settings_name_the_key(key, value):
+    with pytest.raises(ValueError, match=f"^{key}"):
+        IndependenceMetropolis(**{key: value})
