@@ -17,7 +17,8 @@ from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("ckam-bench", "numpy", "scipy", "numba", "pandas", "pyarrow", "hydra-core",
-            "omegaconf", "arviz-stats", "threadpoolctl")
+            "omegaconf", "arviz-stats", "threadpoolctl", "jax", "jaxlib", "numpyro", "blackjax",
+            "nutpie")
 
 
 def load_average() -> list[float] | None:

@@ -65,7 +65,9 @@ checkpoint are redone after a kill). :meth:`Runner.run` on a folder whose claim 
 verified state continues from there: the trace continues without gaps or duplicates, and
 since every sampler's random stream does not depend on how iterations are split into blocks,
 a resumed run with checkpoints and budget in iterations writes exactly the rows and samples of
-an uninterrupted one. The state is removed when a run completes.
+an uninterrupted one. The state is removed when a run completes. A sampler that cannot save its
+chain's state (``resumable = False``) restarts a killed run from its first iteration instead
+(its status says ``restarted``), never continuing a new chain in an old trace.
 """
 
 from __future__ import annotations
@@ -647,6 +649,10 @@ class Runner:
         self.chain = self.sampler.init(self.target, self.x0, self.rng)
         self.clock_wall += time.perf_counter() - t0
         self.clock_cpu += time.process_time() - c0
+        if resume is not None and not self.sampler.resumable:  # never two chains in one trace
+            resume = None
+            self.status_extra["restarted"] = (f"{self.labels['sampler']} cannot save its chain's "
+                                              f"state: the run restarted from its first iteration")
         if resume is not None:
             self._restore(resume.arrays, resume.meta)
         self.folder.write_status(self._status("running", "", self.wall_offset))

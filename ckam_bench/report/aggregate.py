@@ -509,6 +509,9 @@ def _label(groups: list[Group], max_tags: int = 3) -> None:
         if len(tags) > max_tags:
             tags = tags[:max_tags] + [f"+{len(tags) - max_tags} more"]
         group.label = f"{group.sampler} [{', '.join(tags)}]" if tags else group.sampler
+        library = (group.runs[0].status.get("sampler_info") or {}).get("library")
+        if library:  # a peer sampler (ckam_bench.samplers.peers): its library and version
+            group.label += f" ({library})"
     seen: dict[str, int] = {}
     for group in groups:  # labels cut short can coincide: number them
         seen[group.label] = seen.get(group.label, 0) + 1

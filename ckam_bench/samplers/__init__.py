@@ -15,4 +15,6 @@
 * :mod:`~ckam_bench.samplers.tempering` — parallel tempering.
 * :mod:`~ckam_bench.samplers.independence` — independence Metropolis–Hastings with a t proposal
   learned in a finite warm-up (the reference sampler of pseudo-marginal ``gp_glass``).
+* :mod:`~ckam_bench.samplers.peers` — the production samplers run inside the harness: nutpie,
+  NumPyro's NUTS, BlackJAX's NUTS with window adaptation (the optional extra ``peers``).
 """

@@ -163,6 +163,9 @@ class Sampler:
     kernel = None
     multi_chain: bool = False
     """True for samplers that run several chains and collect the target chain only."""
+    resumable: bool = True
+    """False for a sampler whose chain state cannot be saved (a library's sampler running on
+    its own thread): the runner restarts a killed run of it from the first iteration."""
 
     def init(self, target: Target, x0, rng: np.random.Generator):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement init")

@@ -115,6 +115,21 @@ class Target:
         return type(self)._hessian_log_density is not Target._hessian_log_density
 
     @property
+    def has_jax_density(self) -> bool:
+        """Whether :meth:`jax_log_density` gives a function (checked without importing JAX)."""
+        from ckam_bench.targets import jax_densities
+
+        return type(self).jax_log_density is not Target.jax_log_density or jax_densities.has_density(self)
+
+    def jax_log_density(self):
+        """A pure JAX function ``x -> log π(x)`` (float64) for the peer samplers
+        (:mod:`ckam_bench.samplers.peers`), or None. The default looks the target's class up in
+        :mod:`ckam_bench.targets.jax_densities`; a target class may override it."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.for_target(self)
+
+    @property
     def has_exact_sampler(self) -> bool:
         return type(self).sample is not Target.sample
 

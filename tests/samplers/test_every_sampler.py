@@ -129,6 +129,9 @@ def test_every_evaluation_is_counted(name, monkeypatch):
     make_sampler, make_target = build(name)
     monkeypatch.setenv("CKAM_BENCH_JIT", "0")
     wrapped = Counting(make_target())
+    skip, why = make_sampler().skip(wrapped)
+    if skip:  # e.g. a JAX peer: its evaluations never pass through the primitives (test_peers counts them)
+        pytest.skip(why)
     run(make_sampler, wrapped, SPLITS[1])
     assert wrapped.calls == counters(wrapped), name
     python = make_target()

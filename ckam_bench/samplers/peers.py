@@ -1,0 +1,565 @@
+r"""Peer samplers: the production NUTS implementations researchers already trust, run inside the
+harness under the same budgets, clocks, checkpoints, metrics and reports as every other sampler.
+
+* :class:`Nutpie` — nutpie (PyMC's Rust NUTS, ``nuts-rs``) with its own mass-matrix and step-size
+  adaptation (``tune`` warm-up draws). It calls the target's log density and gradient through
+  nutpie's public ``from_pyfunc`` interface (the compiled numba density when there is one), so
+  it runs on every target with a gradient.
+* :class:`NumPyroNUTS` — NumPyro's NUTS on the potential −log π with Stan's windowed adaptation
+  of a diagonal mass matrix and the step size (``num_warmup`` = ``burn_in``).
+* :class:`BlackJAXNUTS` — BlackJAX's NUTS kernel with Stan's window adaptation assembled from
+  BlackJAX's own pieces (its schedule ``build_schedule``, ``dual_averaging_adaptation`` and
+  ``mass_matrix_adaptation``, combined as its ``window_adaptation`` does), advanced one
+  iteration at a time so warm-up runs in blocks too.
+
+The two JAX peers need a JAX log density (:meth:`Target.jax_log_density`,
+:mod:`ckam_bench.targets.jax_densities`) and decline other targets with one line. All three
+collect no warm-up draw (phase ``burn_in``) and then run the library's fixed kernel (phase
+``sampling``): finite adaptation.
+
+**Accounting.** Gradient evaluations are the library's own: NumPyro's and BlackJAX's per-iteration
+leapfrog counts (``num_steps``, ``num_integration_steps``) plus the one evaluation at the start
+(neither library runs a step-size search here: NumPyro's ``find_heuristic_step_size`` is off,
+BlackJAX's window adaptation has none); nutpie's are counted as its calls of the density (its
+``n_steps`` plus the evaluations of its initial step-size search). Every evaluation is a density
+and a gradient; the harness's check of the start point adds one density evaluation. JAX
+compilation runs in ``warm_up`` (before the sampler clock; its time is the run's
+``warmup_seconds``), once per target instance and configuration in a process.
+
+**Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to ``CAPACITY`` iterations per call
+(the count is a traced argument: one compilation serves every block size); its state — the
+library's state, the adaptation state and the PRNG key — is a tree of arrays held in the chain
+state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
+same chain. Both libraries compute on threads other than the caller's, which the runner's CPU
+clock counts (it measures the whole process). nutpie's sampler
+runs on its own thread: the density callback holds it until ``advance`` grants it ``n`` more
+draws, and the expansion callback (called once per draw) hands each draw back and stops the
+chain when the ``n``-th is done, so a block is exactly ``n`` draws and nutpie is paused between
+blocks. nutpie's chain state cannot be saved, so a killed nutpie run
+restarts from its first iteration (``resumable = False``; the status records ``restarted``)
+instead of mixing two chains into one trace. nutpie keeps its own record of every draw's
+statistics in memory (about 150 bytes a draw) for the life of the run.
+
+Each peer is the optional extra ``peers`` (``pip install "ckam-bench[peers]"``); without it the
+sampler's constructor raises one line saying what to install. ``describe()`` names the library
+and its version (``library``, in ``status.json``'s ``sampler_info``; the report's labels show it).
+JAX runs in float64 (``jax_enable_x64`` is switched on when a JAX peer is built).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+
+from ckam_bench import jit
+from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
+from ckam_bench.samplers.hamiltonian import check_burn_in, check_fraction, check_positive
+from ckam_bench.targets.base import Target
+
+PHASES = ("burn_in", "sampling")
+EXTRA = 'pip install "ckam-bench[peers]"'
+CAPACITY = 512
+"""Iterations per call of a JAX peer's compiled block (a block of n runs ⌈n / CAPACITY⌉ calls)."""
+MAX_DEPTH = 14
+
+
+def require(module: str, library: str):
+    """Import ``module`` of the optional extra, or raise a one-line ValueError saying what to
+    install (the CLI reports it as a configuration error, exit 2)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"{library} is not installed ({exc}); it is the optional extra "
+                         f"'peers': {EXTRA}") from None
+
+
+def library_version(distribution: str) -> str:
+    return f"{distribution} {metadata.version(distribution)}"
+
+
+def _jax():
+    import os
+
+    jax = require("jax", "JAX")
+    jax.config.update("jax_enable_x64", True)
+    if not os.environ.get("JAX_PLATFORMS"):  # the harness benchmarks on the CPU
+        jax.config.update("jax_platforms", "cpu")
+    return jax
+
+
+def _check_depth(max_depth) -> int:
+    if isinstance(max_depth, bool) or int(max_depth) != max_depth or not 1 <= max_depth <= MAX_DEPTH:
+        raise ValueError(f"max_depth must be an integer in [1, {MAX_DEPTH}], got {max_depth}")
+    return int(max_depth)
+
+
+@dataclass(kw_only=True)
+class PeerState(ChainState):
+    """A peer's chain state: ``x``, ``logp``, ``t`` plus the library's own state."""
+
+    library_state: dict
+    """The library's state as arrays (JAX peers: the leaves of its state tree, keyed by index,
+    numpy arrays after ``init`` and JAX arrays after a block, read by a checkpoint only;
+    nutpie: none, its state lives on its thread)."""
+    step: float = math.nan
+    """Step size of the last iteration."""
+    n_divergent: int = 0
+    """Divergent transitions so far (JAX peers)."""
+    mean_steps: float = 0.0
+    """Mean leapfrog steps per iteration of the last block."""
+
+
+# ---------------------------------------------------------------------------- JAX peers
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""target -> {(sampler class, settings): (init, block)}: a process compiles each once."""
+
+
+class _JaxPeer(Sampler):
+    """A JAX kernel advanced in jitted blocks. Subclasses give ``distribution``, ``_settings()`` and
+    ``_functions(target)`` → ``(init(key, x) -> carry, step(carry) -> (carry, record))``, where
+    the record holds ``x, logp, accept_prob, n_steps, diverging, step_size`` of one iteration."""
+
+    phases = PHASES
+    distribution = ""
+    burn_in: int
+
+    def skip(self, target: Target) -> tuple[bool, str]:
+        if not target.has_jax_density:
+            return True, (f"{self.name} needs a JAX log density; target {target.name!r} has none "
+                          f"(ckam_bench.targets.jax_densities)")
+        return False, ""
+
+    def _settings(self) -> tuple:  # pragma: no cover - abstract
+        raise TypeError
+
+    def _functions(self, target: Target):  # pragma: no cover - abstract
+        raise TypeError
+
+    def _compiled(self, target: Target):
+        """(init, block) jitted for ``target``, compiled on first use (by ``warm_up``)."""
+        cache = _COMPILED.setdefault(target, {})
+        key = (type(self).__name__, self._settings())
+        if key not in cache:
+            jax = _jax()
+            init, step = self._functions(target)
+
+            def block(carry, n):
+                def body(i, val):
+                    carry, out = val
+                    carry, rec = step(carry)
+                    return carry, {k: out[k].at[i].set(v) for k, v in rec.items()}
+
+                _, rec = jax.eval_shape(step, carry)
+                out = {k: jax.numpy.zeros((CAPACITY,) + v.shape, v.dtype) for k, v in rec.items()}
+                return jax.lax.fori_loop(0, n, body, (carry, out))
+
+            init, block = jax.jit(init), jax.jit(block)
+            carry = jax.device_get(init(jax.random.PRNGKey(0), np.asarray(target.start, float)))
+            carry, _ = block(carry, np.int64(0))  # compiles without running an iteration, for the
+            block(carry, np.int64(0))  # state as stored (numpy) and as a block leaves it (on device)
+            cache[key] = (init, block)
+        return cache[key]
+
+    def warm_up(self, target: Target) -> None:
+        self._compiled(target)
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> PeerState:
+        jax = _jax()
+        x, _ = check_start(target, x0)  # the harness's own check of the start (one density)
+        self.target = target
+        self._init, self._block = self._compiled(target)
+        key = jax.random.PRNGKey(int(rng.integers(2**63)))
+        carry = jax.device_get(self._init(key, x))
+        leaves, self._treedef = jax.tree_util.tree_flatten(carry)  # numpy: the template of a resume
+        target.n_density += 1  # the library's evaluation at the start
+        target.n_grad += 1
+        return PeerState(x=x, logp=self._start_logp(carry), t=0, library_state=_leaves_dict(leaves))
+
+    def _start_logp(self, carry) -> float:  # pragma: no cover - abstract
+        raise TypeError
+
+    def advance(self, state: PeerState, n: int):
+        jax = _jax()
+        carry = jax.tree_util.tree_unflatten(self._treedef, [state.library_state[k]
+                                                             for k in sorted(state.library_state)])
+        pieces, done = [], 0
+        while done < n:
+            m = min(CAPACITY, n - done)
+            carry, out = self._block(carry, np.int64(m))  # the state stays on the device
+            pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
+            done += m
+        jit.ran_compiled()  # XLA's compiled loop (provenance.loops)
+        rec = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+        steps = rec["n_steps"].astype(np.int64)
+        self.target.n_density += int(steps.sum())
+        self.target.n_grad += int(steps.sum())
+        X = rec["x"]
+        previous = np.vstack([state.x[None], X[:-1]])
+        moved = np.any(X != previous, axis=1)
+        phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
+        block = Block(samples=X[phase == 1].copy(), accepted=moved, accept_prob=rec["accept_prob"].astype(float),
+                      phase=phase, step_size=rec["step_size"].astype(float), noise=np.full(n, np.nan),
+                      logp=rec["logp"].astype(float))
+        leaves = jax.tree_util.tree_leaves(carry)
+        new = PeerState(x=X[-1].copy(), logp=float(rec["logp"][-1]), t=state.t + n,
+                        library_state=_leaves_dict(leaves), step=float(rec["step_size"][-1]),
+                        n_divergent=state.n_divergent + int(np.count_nonzero(rec["diverging"])),
+                        mean_steps=float(steps.mean()))
+        return new, block
+
+    def trace_columns(self, state: PeerState) -> dict:
+        return {"step": float(state.step), "n_divergent": float(state.n_divergent),
+                "mean_leapfrog": float(state.mean_steps)}
+
+    def describe(self) -> dict:
+        return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
+                "library": library_version(self.distribution), "jax": library_version("jax")}
+
+
+def _leaves_dict(leaves) -> dict:
+    return {f"{i:03d}": leaf for i, leaf in enumerate(leaves)}
+
+
+class NumPyroNUTS(_JaxPeer):
+    """NumPyro's NUTS (multinomial, generalised U-turn) with a diagonal mass matrix and step size
+    adapted in Stan's windows during ``burn_in`` warm-up iterations.
+
+    step_size : initial step size; burn_in : warm-up iterations (not collected);
+    target_accept : dual averaging's target; max_depth : maximum tree depth.
+    """
+
+    name = "numpyro_nuts"
+    distribution = "numpyro"
+
+    def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
+                 max_depth: int = 10):
+        require("numpyro", "NumPyro")
+        _jax()
+        self.step_size = check_positive("step_size", step_size)
+        self.burn_in = check_burn_in(burn_in)
+        self.target_accept = check_fraction("target_accept", target_accept)
+        self.max_depth = _check_depth(max_depth)
+
+    def _settings(self) -> tuple:
+        return (self.step_size, self.burn_in, self.target_accept, self.max_depth)
+
+    def _functions(self, target: Target):
+        import jax.numpy as jnp
+        from numpyro.infer import NUTS
+
+        log_density = target.jax_log_density()
+        kernel = NUTS(potential_fn=lambda x: -log_density(x), step_size=self.step_size,
+                      target_accept_prob=self.target_accept, max_tree_depth=self.max_depth,
+                      adapt_step_size=True, adapt_mass_matrix=True, dense_mass=False)
+
+        def init(key, x):
+            return kernel.init(key, self.burn_in, init_params=jnp.asarray(x), model_args=(), model_kwargs={})
+
+        def step(state):
+            state = kernel.sample(state, (), {})
+            return state, {"x": state.z, "logp": -state.potential_energy, "accept_prob": state.accept_prob,
+                           "n_steps": state.num_steps, "diverging": state.diverging,
+                           "step_size": state.adapt_state.step_size}
+
+        return init, step
+
+    def _start_logp(self, carry) -> float:
+        return -float(carry.potential_energy)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept}
+
+
+class BlackJAXNUTS(_JaxPeer):
+    """BlackJAX's NUTS kernel with Stan's window adaptation (diagonal inverse mass matrix and
+    dual-averaged step size, BlackJAX's schedule and estimators) during ``burn_in`` iterations;
+    afterwards the averaged step size and the last window's mass matrix are fixed.
+
+    step_size : initial step size (BlackJAX's default 1.0); burn_in : warm-up iterations;
+    target_accept : dual averaging's target; max_depth : maximum number of tree doublings.
+    """
+
+    name = "blackjax_nuts"
+    distribution = "blackjax"
+
+    def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
+                 max_depth: int = 10):
+        require("blackjax", "BlackJAX")
+        _jax()
+        self.step_size = check_positive("step_size", step_size)
+        self.burn_in = check_burn_in(burn_in)
+        self.target_accept = check_fraction("target_accept", target_accept)
+        self.max_depth = _check_depth(max_depth)
+
+    def _settings(self) -> tuple:
+        return (self.step_size, self.burn_in, self.target_accept, self.max_depth)
+
+    def _functions(self, target: Target):
+        import blackjax
+        import jax
+        import jax.numpy as jnp
+        from blackjax.adaptation.mass_matrix import mass_matrix_adaptation
+        from blackjax.adaptation.staged_adaptation import build_schedule
+        from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+        log_density = target.jax_log_density()
+        kernel = blackjax.nuts.build_kernel()
+        da_init, da_update, da_final = dual_averaging_adaptation(self.target_accept)
+        mm_init, mm_update, mm_final = mass_matrix_adaptation(True)
+        burn_in, depth, dim = self.burn_in, self.max_depth, target.dim
+        schedule = jnp.asarray(build_schedule(burn_in) if burn_in else np.zeros((1, 2), np.int32))
+
+        def init(key, x):
+            state = blackjax.nuts.init(jnp.asarray(x), log_density)
+            ss, mm = da_init(self.step_size), mm_init(dim)
+            return (state, ss, mm, jnp.asarray(self.step_size), mm.inverse_mass_matrix, key,
+                    jnp.zeros((), jnp.int64))
+
+        def adapt(t, position, acceptance, ss, mm):
+            """One warm-up update, as BlackJAX's window adaptation: dual averaging always, the
+            Welford estimate in slow windows; at a slow window's end the new inverse mass matrix
+            and a dual-averaging restart at the window's averaged step size; at the last warm-up
+            iteration the averaged step size."""
+            stage, window_end = schedule[t, 0], schedule[t, 1]
+            ss = da_update(ss, acceptance)
+            mm = jax.lax.cond(stage == 1, lambda m: mm_update(m, position), lambda m: m, mm)
+
+            def end_window(args):
+                ss, mm = args
+                return da_init(da_final(ss)), mm_final(mm)
+
+            ss, mm = jax.lax.cond(window_end, end_window, lambda args: args, (ss, mm))
+            step = jnp.where(t == burn_in - 1, da_final(ss), jnp.exp(ss.log_step_size))
+            return ss, mm, step, mm.inverse_mass_matrix
+
+        def step(carry):
+            state, ss, mm, eps, imm, key, t = carry
+            key, sub = jax.random.split(key)
+            state, info = kernel(sub, state, log_density, eps, imm, max_num_doublings=depth)
+            used = eps
+            if burn_in:
+                ss, mm, eps, imm = jax.lax.cond(
+                    t < burn_in, lambda a: adapt(jnp.minimum(t, burn_in - 1), state.position,
+                                                 info.acceptance_rate, *a),
+                    lambda a: (a[0], a[1], eps, imm), (ss, mm))
+            rec = {"x": state.position, "logp": state.logdensity, "accept_prob": info.acceptance_rate,
+                   "n_steps": info.num_integration_steps, "diverging": info.is_divergent, "step_size": used}
+            return (state, ss, mm, eps, imm, key, t + 1), rec
+
+        return init, step
+
+    def _start_logp(self, carry) -> float:
+        return float(carry[0].logdensity)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept}
+
+
+# ---------------------------------------------------------------------------- nutpie
+class _Gate:
+    """Hands nutpie's thread ``n`` draws at a time. The density callback waits while the granted
+    draws are done; the expansion callback records each draw and wakes ``advance`` at the last."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.quota = 0
+        self.done = 0
+        self.evals = 0
+        self.nonfinite = 0
+        self.draws: list[np.ndarray] = []
+        self.logps: list[float] = []
+        self.values: dict[bytes, float] = {}  # log π at the points evaluated since the last draw
+        self.last_logp = math.nan
+        self.closing = False
+
+    def wait_for_quota(self) -> bool:
+        """Called on nutpie's thread once the granted draws are done: waits for the next grant;
+        False once closing."""
+        with self.cond:
+            while self.done >= self.quota and not self.closing:
+                self.cond.wait()
+            return not self.closing
+
+    def record(self, x: np.ndarray) -> None:
+        """Called on nutpie's thread once per draw."""
+        with self.cond:
+            if self.closing:
+                return
+            self.draws.append(np.array(x, dtype=float))
+            # the draw is a point of its trajectory (evaluated) or the previous state
+            self.last_logp = self.values.get(x.tobytes(), self.last_logp)
+            self.values.clear()
+            self.logps.append(self.last_logp)
+            self.done += 1
+            if self.done >= self.quota:
+                self.cond.notify_all()
+
+    def grant(self, n: int, finished) -> tuple[list[np.ndarray], list[float], int, int]:
+        """Let ``n`` more draws happen and wait for them (``finished()`` true: the chain died).
+        Returns the draws, their log densities, the density evaluations and the non-finite ones
+        among them."""
+        with self.cond:
+            self.quota += n
+            self.cond.notify_all()
+            while self.done < self.quota:
+                self.cond.wait(0.2)
+                if self.done < self.quota and finished():
+                    raise RuntimeError("nutpie's chain stopped")
+            draws, self.draws = self.draws, []
+            logps, self.logps = self.logps, []
+            evals, self.evals = self.evals, 0
+            nonfinite, self.nonfinite = self.nonfinite, 0
+        return draws, logps, evals, nonfinite
+
+    def close(self) -> None:
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+
+
+def _finished(background) -> bool:
+    """Whether nutpie's chain has stopped (its error, if it failed, is raised here)."""
+    try:
+        return background.is_finished
+    except TimeoutError:  # nutpie's way of saying "still running"
+        return False
+
+
+def _close(gate: _Gate, background) -> None:
+    gate.close()
+    try:
+        background.cancel()
+    except BaseException:  # noqa: BLE001 - nutpie reports a stopped chain's error again on cancel
+        pass
+
+
+class Nutpie(Sampler):
+    """nutpie's NUTS with its default adaptation (diagonal mass matrix from draw and gradient
+    variances, step size by dual averaging) during ``burn_in`` tuning draws.
+
+    burn_in : nutpie's ``tune`` (not collected); target_accept; max_depth : nutpie's ``maxdepth``.
+    nutpie hands the harness each draw's position only: the block's acceptance is "the chain
+    moved", its step size is not recorded (NaN), a draw's log density is the value the density
+    callback returned at that point of its trajectory (the previous one if the chain stayed),
+    and non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
+    max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
+        them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
+    """
+
+    name = "nutpie"
+    phases = PHASES
+    resumable = False
+
+    def __init__(self, burn_in: int = 500, target_accept: float = 0.8, max_depth: int = 10,
+                 max_draws: int = 1_000_000):
+        require("nutpie", "nutpie")
+        self.burn_in = check_burn_in(burn_in)
+        if isinstance(max_draws, bool) or int(max_draws) != max_draws or not 1 <= max_draws <= 10**8:
+            raise ValueError(f"max_draws must be an integer in [1, 1e8], got {max_draws}")
+        self.max_draws = int(max_draws)
+        self.target_accept = check_fraction("target_accept", target_accept)
+        self.max_depth = _check_depth(max_depth)
+        self._finalizer = None
+
+    def skip(self, target: Target) -> tuple[bool, str]:
+        if not target.has_gradient:
+            return True, f"{self.name} needs the gradient of the log density; target {target.name!r} has none"
+        return False, ""
+
+    def warm_up(self, target: Target) -> None:
+        if jit.enabled() and hasattr(target, "jit_log_density_and_grad"):
+            f = target.jit_log_density_and_grad()
+            if f is not None:
+                f(np.array(target.start, float), np.empty(target.dim))  # compiles it
+
+    def _density(self, target: Target, gate: _Gate):
+        """nutpie's ``logp(x) -> (log π(x), ∇log π(x))``, held by the gate between blocks."""
+        compiled = target.jit_log_density_and_grad() if (
+            jit.enabled() and hasattr(target, "jit_log_density_and_grad")) else None
+        self._compiled_density = compiled is not None
+
+        def logp(x):
+            if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
+                return -math.inf, np.zeros(x.shape[0])
+            gate.evals += 1
+            if compiled is not None:
+                grad = np.empty(x.shape[0])
+                value = compiled(x, grad)
+            else:
+                value, grad = target._log_density(x), target._grad_log_density(x)
+            if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
+                gate.nonfinite += 1
+            gate.values[x.tobytes()] = value
+            return value, grad
+
+        return logp
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> PeerState:
+        import nutpie
+        from nutpie.compiled_pyfunc import from_pyfunc
+
+        if self._finalizer is not None:
+            self._finalizer()
+        x, logp = check_start(target, x0)  # the harness's own check of the start (one density)
+        self.target = target
+        gate = self._gate = _Gate()
+        gate.last_logp = float(logp)
+        logp_fn = self._density(target, gate)
+
+        def expand(x):
+            gate.record(x)
+            return {}
+
+        tries = []
+
+        def start(seed):
+            """The run's start point; if nutpie refuses it (its mass matrix starts from the
+            gradient, so a zero gradient coordinate, e.g. at a mode, is refused), nutpie's own
+            retry: uniform jitter in (−2, 2) around it."""
+            tries.append(seed)
+            if len(tries) == 1:
+                return x.copy()
+            return x + np.random.default_rng(seed).uniform(-2.0, 2.0, x.shape[0])
+
+        model = from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [],
+                            make_initial_point_fn=start)
+        self._background = nutpie.sample(
+            model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
+            seed=int(rng.integers(2**63)), progress_bar=False, blocking=False,
+            target_accept=self.target_accept, maxdepth=self.max_depth)
+        self._finalizer = weakref.finalize(self, _close, gate, self._background)
+        return PeerState(x=x, logp=float(logp), t=0, library_state={})
+
+    def advance(self, state: PeerState, n: int):
+        if state.t + n > self.burn_in + self.max_draws:
+            raise RuntimeError(f"nutpie was started for {self.burn_in} + {self.max_draws} draws "
+                               f"(sampler.burn_in + sampler.max_draws): raise sampler.max_draws")
+        background = self._background
+        draws, logps, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
+        self.target.n_density += evals
+        self.target.n_grad += evals
+        if self._compiled_density:  # nutpie's Rust loop on the compiled density (provenance.loops)
+            jit.ran_compiled()
+        X = np.array(draws).reshape(n, self.target.dim)
+        previous = np.vstack([state.x[None], X[:-1]])
+        phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
+        block = Block(samples=X[phase == 1].copy(), accepted=np.any(X != previous, axis=1),
+                      accept_prob=np.full(n, np.nan), phase=phase, step_size=np.full(n, np.nan),
+                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=np.array(logps))
+        return PeerState(x=X[-1].copy(), logp=float(logps[-1]), t=state.t + n, library_state={},
+                         mean_steps=evals / n), block
+
+    def trace_columns(self, state: PeerState) -> dict:
+        return {"mean_leapfrog": float(state.mean_steps)}
+
+    def describe(self) -> dict:
+        return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
+                "library": library_version("nutpie"), "max_depth": self.max_depth,
+                "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False}

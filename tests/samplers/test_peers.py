@@ -1,0 +1,248 @@
+"""Peer samplers (nutpie, NumPyro NUTS, BlackJAX NUTS): JAX densities against the targets'
+numpy densities, gradient accounting against the libraries' own counts, budgets, resume (and
+nutpie's clean restart), the missing-extra error, declining targets, stationarity."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ckam_bench import store
+from ckam_bench.runner import Budget, Runner
+from ckam_bench.samplers import peers
+from ckam_bench.targets.banana import Banana
+from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
+from ckam_bench.targets.logistic import LogisticRegression
+from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
+from tests.samplers.invariance import assert_stationary
+
+jax = pytest.importorskip("jax")  # the optional extra; CI installs it (.ci/run), so this never skips there
+
+SAMPLERS = {"numpyro_nuts": peers.NumPyroNUTS, "blackjax_nuts": peers.BlackJAXNUTS, "nutpie": peers.Nutpie}
+JAX_SAMPLERS = ("numpyro_nuts", "blackjax_nuts")
+TARGETS = {"gauss2d_corr": gauss2d_corr, "neal100": neal100, "gp51": gp51, "gmm2d": gmm2d,
+           "bimodal": bimodal, "gmm32": gmm32, "banana": lambda: Banana(b=0.1, v=100.0, dim=8),
+           "logistic_german": lambda: LogisticRegression("german"),
+           "logistic_ripley": lambda: LogisticRegression("ripley")}
+GAUSS = gauss2d_corr()  # one instance for the runs below: the JAX peers compile once per target instance
+
+
+# ---------------------------------------------------------------------------- JAX densities
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_jax_density_and_gradient_equal_the_targets(name):
+    target = TARGETS[name]()
+    f = target.jax_log_density()
+    assert target.has_jax_density and f is not None
+    value_and_grad = jax.jit(jax.value_and_grad(f))
+    rng = np.random.default_rng(0)
+    spread = np.sqrt(target.variance) if target.variance is not None else np.ones(target.dim) * 0.3
+    for x in [target.start, *(target.start + spread * rng.standard_normal((4, target.dim)))]:
+        value, grad = value_and_grad(np.asarray(x, float))
+        assert float(value) == pytest.approx(target._log_density(x), rel=1e-10, abs=1e-10)
+        expected = target._grad_log_density(x)
+        np.testing.assert_allclose(np.asarray(grad), expected, rtol=1e-10,
+                                   atol=1e-10 * max(1.0, np.abs(expected).max()))
+
+
+def test_targets_without_a_jax_density_are_declined():
+    from ckam_bench.targets.flower import Flower
+
+    target = Flower()
+    assert not target.has_jax_density and target.jax_log_density() is None
+    for name in JAX_SAMPLERS:
+        skip, why = SAMPLERS[name]().skip(target)
+        assert skip and "JAX log density" in why and "flower" in why
+    assert not peers.Nutpie().skip(target)[0]  # nutpie only needs a gradient
+
+
+# ---------------------------------------------------------------------------- accounting
+class _CountedGaussian(type(gauss2d_corr())):
+    """gauss2d_corr whose JAX density counts its own evaluations (a host callback per call)."""
+
+    def jax_log_density(self):
+        f, counter = super().jax_log_density(), self.counter
+
+        def counted(x):
+            jax.debug.callback(lambda: counter.append(1))
+            return f(x)
+
+        return counted
+
+
+def _counted_target():
+    base = gauss2d_corr()
+    target = _CountedGaussian.__new__(_CountedGaussian)
+    target.__dict__.update(base.__dict__)
+    target.counter = []
+    return target
+
+
+@pytest.mark.parametrize("name", JAX_SAMPLERS)
+def test_jax_gradient_count_equals_the_evaluations_the_library_made(name):
+    """The harness counts 1 + Σ leapfrog steps from the library's statistics; the density itself
+    counts the evaluations the library really made (warm-up included): they are equal."""
+    target = _counted_target()
+    sampler = SAMPLERS[name](burn_in=150)
+    sampler.warm_up(target)
+    target.counter.clear()  # compilation traces the density, it evaluates nothing
+    state = sampler.init(target, None, np.random.default_rng(1))
+    for n in (100, 123):
+        state, block = sampler.advance(state, n)
+    assert target.n_grad == target.n_density - 1 == len(target.counter) > 223  # + the harness's start check
+    assert state.t == 223 and block.samples.shape == (73, 2) and np.all(np.isfinite(block.logp))
+
+
+def _nutpie_steps(sampler) -> int:
+    """Σ n_steps over every draw in nutpie's own trace (warm-up included), once the last draw
+    handed to the harness is in it (nutpie records a draw just after expanding it)."""
+    for _ in range(100):
+        trace = sampler._background.inspect()
+        steps = np.concatenate([trace.warmup_sample_stats.n_steps.values.ravel(),
+                                trace.sample_stats.n_steps.values.ravel()])
+        steps = steps[np.isfinite(steps)] if steps.dtype.kind == "f" else steps
+        if steps.size == sampler._gate.done:
+            return int(steps.sum())
+        time.sleep(0.05)
+    raise AssertionError(f"nutpie's trace holds {steps.size} draws, the harness got {sampler._gate.done}")
+
+
+def test_nutpie_gradient_count_is_its_leapfrog_steps_plus_its_start():
+    """nutpie's evaluations are counted as its density calls: its own Σ n_steps plus a fixed
+    number at the start (the start point and its initial step-size search), the same after 300
+    or 600 draws."""
+    extra = []
+    for n in (300, 600):
+        target = gauss2d_corr()
+        sampler = peers.Nutpie(burn_in=200)
+        state = sampler.init(target, np.array([0.5, -0.3]), np.random.default_rng(4))
+        state, block = sampler.advance(state, n)
+        assert block.n == n and block.samples.shape == (n - 200, 2)
+        assert target.n_density == target.n_grad + 1  # + the harness's check of the start
+        extra.append(target.n_grad - _nutpie_steps(sampler))
+    assert extra[0] == extra[1] and 0 < extra[0] < 50
+
+
+def test_blocks_do_not_change_the_chain():
+    for name in SAMPLERS:
+        out = []
+        for sizes in ((700,), (13, 600, 87)):
+            target = GAUSS
+            target.reset_counters()
+            sampler = SAMPLERS[name](burn_in=300)
+            state = sampler.init(target, np.array([0.3, 0.2]), np.random.default_rng(5))
+            for n in sizes:
+                state, _ = sampler.advance(state, n)
+            out.append((state.x, target.n_grad))
+        np.testing.assert_array_equal(out[0][0], out[1][0])
+        assert out[0][1] == out[1][1]
+
+
+# ---------------------------------------------------------------------------- runner: budgets, resume
+def _run(folder, sampler, budget, checkpoints=None, unit="seconds"):
+    target = GAUSS
+    target.reset_counters()
+    labels = {"run_id": "r", "target": target.name, "sampler": sampler.name, "kernel": "none", "seed": 0}
+    runner = Runner(sampler, target, {}, budget, folder, np.random.default_rng(0), labels,
+                    checkpoints=checkpoints, progress=False, checkpoint_unit=unit,
+                    status_extra={"config_hash": "test"})
+    return runner.run()
+
+
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_budgets_in_iterations_gradients_and_cpu_seconds(name, tmp_path):
+    make = SAMPLERS[name]
+    status = _run(tmp_path / "it", make(burn_in=100), Budget(600, max_iterations=777))
+    assert status["reason"] == "max_iterations" and status["totals"]["iterations"] == 777
+    assert status["totals"]["n_collected"] == 677
+    status = _run(tmp_path / "grad", make(burn_in=100), Budget(600, max_grad=20_000))
+    n_grad = status["totals"]["n_grad"]
+    assert status["reason"] == "max_grad" and 20_000 <= n_grad < 22_000
+    status = _run(tmp_path / "cpu", make(burn_in=100), Budget(1.0, clock="cpu"))
+    totals = status["totals"]
+    assert status["reason"] == "budget" and 1.0 <= totals["sampler_cpu_seconds"] < 1.5
+    assert totals["iterations"] > 100
+    # the library's threads' CPU time is on the clock (XLA and nutpie sample off the caller's thread)
+    trace = pd.read_parquet(tmp_path / "cpu" / store.TRACE)
+    assert trace.sampler_cpu_seconds.is_monotonic_increasing
+
+
+def _interrupt_after(sampler, iterations):
+    advance = sampler.advance
+
+    def stop(state, n):
+        if state.t >= iterations:
+            raise KeyboardInterrupt
+        return advance(state, n)
+
+    sampler.advance = stop
+    return sampler
+
+
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_killed_run_resumes_with_the_uninterrupted_result(name, tmp_path):
+    """JAX peers continue from the checkpoint (library state, adaptation state and PRNG key are
+    in the resume state); nutpie cannot save its chain and restarts the run cleanly: either way
+    the finished run equals an uninterrupted one row for row and draw for draw."""
+    make = SAMPLERS[name]
+    budget, cks = Budget(600, max_iterations=900), np.array([100.0, 250, 400, 600, 750])
+    _run(tmp_path / "full", make(burn_in=200), budget, cks, "iterations")
+    status = _run(tmp_path / "run", _interrupt_after(make(burn_in=200), 450), budget, cks, "iterations")
+    assert status["state"] == "interrupted" and (tmp_path / "run" / store.RESUME).exists()
+    status = _run(tmp_path / "run", make(burn_in=200), budget, cks, "iterations")
+    assert status["state"] == "complete"
+    assert ("restarted" in status) == (name == "nutpie")
+    cols = ["checkpoint", "iterations", "n_collected", "n_density", "n_grad", "acceptance"]
+    full = pd.read_parquet(tmp_path / "full" / store.TRACE)[cols]
+    resumed = pd.read_parquet(tmp_path / "run" / store.TRACE)[cols]
+    pd.testing.assert_frame_equal(full, resumed)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "full" / store.SAMPLES),
+                                  pd.read_parquet(tmp_path / "run" / store.SAMPLES))
+
+
+# ---------------------------------------------------------------------------- missing extra, CLI
+@pytest.mark.parametrize("name, module", [("numpyro_nuts", "numpyro"), ("blackjax_nuts", "blackjax"),
+                                          ("nutpie", "nutpie"), ("numpyro_nuts", "jax")])
+def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
+    run = tmp_path / "run"
+    script = (f"import sys; sys.modules[{module!r}] = None; "
+              f"sys.argv = ['ckam-bench', 'sampler={name}', 'target=gauss2d_corr', 'hydra.run.dir={run}']; "
+              f"from ckam_bench.cli import main; main()")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=300)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'pip install "ckam-bench[peers]"' in lines[0], proc.stderr
+    assert not run.exists()
+
+
+@pytest.mark.slow  # JAX compilation and runs of a few seconds each
+def test_cli_run_records_library_versions(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run(["ckam-bench", "sampler=blackjax_nuts", "target=gauss2d_corr", "budget.seconds=1",
+                           "sampler.burn_in=100", f"hydra.run.dir={run}"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads((run / "status.json").read_text())
+    assert status["sampler_info"]["library"].startswith("blackjax ")
+    versions = status["provenance"]["versions"]
+    assert all(versions[k] for k in ("jax", "blackjax", "numpyro", "nutpie"))
+    assert status["totals"]["warmup_seconds"] > 0  # compilation: before the clock, reported apart
+
+
+# ---------------------------------------------------------------------------- stationarity
+@pytest.mark.slow
+@pytest.mark.parametrize("target_name", ["gauss2d_corr", "gmm2d"])
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_stationary_from_exact_draws(name, target_name):
+    """Chains started at exact draws keep π through warm-up and after (finite adaptation)."""
+    target = {"gauss2d_corr": gauss2d_corr, "gmm2d": gmm2d}[target_name]()
+    assert_stationary(lambda: SAMPLERS[name](burn_in=300), target, n_chains=60, times=[300, 1300], seed=11)
