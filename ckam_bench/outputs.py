@@ -263,7 +263,7 @@ class OutputFolder:
                     marker["staging"].remove(self._staging.name)
                 self._write_marker(marker)
             self._staging = None
-        if self.opened and self.created:
+        if self.opened and self.created and (self.path / MARKER).is_file():
             marker = self._read_marker()
             if not marker["files"] and not marker["staging"] and \
                     {e.name for e in os.scandir(self.path)} <= {MARKER, LOCK}:
