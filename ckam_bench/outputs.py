@@ -221,36 +221,46 @@ class OutputFolder:
             with open(staging / rel, "rb") as fh:
                 os.fsync(fh.fileno())
             hashes[rel] = sha256(staging / rel)
+        refused = None
         with self._locked():
             marker = self._read_marker()
             for rel in files:
                 dest = self.path / rel
                 if rel in keep and (dest.exists() or dest.is_symlink()):
-                    raise FolderRefused(f"{dest} already exists and is never replaced; nothing "
-                                        "was changed: move it away or choose another folder")
-                if not self.owns(rel, marker):
-                    raise FolderRefused(
-                        f"{dest} was not written by {self.command} for this job (or was "
-                        "changed since); nothing was changed: move it away or choose another "
-                        "folder")
-            for rel, digest in hashes.items():  # old and new content both ours until renamed
-                dest = self.path / rel
-                old = [sha256(dest)] if dest.is_file() else []
-                marker["files"][rel] = old + [digest]
-            self._write_marker(marker)
-            rundir.write_json({"files": files}, staging / JOURNAL)
-            for rel in files:
-                dest = self.path / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / rel, dest)
-                _fsync_dir(dest.parent)
-            for rel, digest in hashes.items():
-                marker["files"][rel] = [digest]
-            shutil.rmtree(staging)
-            marker["staging"].remove(staging.name)
-            self._write_marker(marker)
+                    refused = (f"{dest} already exists and is never replaced; nothing was "
+                               "changed: move it away or choose another folder")
+                elif not self.owns(rel, marker):
+                    refused = (f"{dest} was not written by {self.command} for this job (or "
+                               "was changed since); nothing was changed: move it away or "
+                               "choose another folder")
+                if refused:
+                    break
+            else:
+                self._rename(staging, files, hashes, marker)
+        if refused:
+            self.discard()
+            raise FolderRefused(refused)
         self._staging = None
         return [self.path / rel for rel in files]
+
+    def _rename(self, staging: Path, files: list, hashes: dict, marker: dict) -> None:
+        """The publication proper (under the lock): marker, journal, renames, marker."""
+        for rel, digest in hashes.items():  # old and new content both ours until renamed
+            dest = self.path / rel
+            old = [sha256(dest)] if dest.is_file() else []
+            marker["files"][rel] = old + [digest]
+        self._write_marker(marker)
+        rundir.write_json({"files": files}, staging / JOURNAL)
+        for rel in files:
+            dest = self.path / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / rel, dest)
+            _fsync_dir(dest.parent)
+        for rel, digest in hashes.items():
+            marker["files"][rel] = [digest]
+        shutil.rmtree(staging)
+        marker["staging"].remove(staging.name)
+        self._write_marker(marker)
 
     def discard(self) -> None:
         """After an error: remove this invocation's staging folder, and the folders it created

@@ -570,34 +570,44 @@ KEYS = ("chains", "burn_in", "iterations", "max_draws", "stored_draws", "start_s
         "rhat_max", "ess_min", "chain")
 
 
+def validate_config(cfg) -> tuple[dict, object]:
+    """Every key of a ckam-bench-reference config checked (:class:`ConfigError` naming the key
+    and its allowed range); returns the resolved config and the target. Writes nothing."""
+    from ckam_bench.cli import _build
+    from ckam_bench.validate import ConfigError, check_objects, resolved
+
+    plain = resolved(cfg)
+    plain.pop("hydra", None)
+    if not isinstance(plain.get("combine"), bool):
+        raise ConfigError(f"combine: must be true or false, got {plain.get('combine')!r}")
+    if plain.get("out") is not None and not isinstance(plain["out"], str):
+        raise ConfigError(f"out: must be null or a folder path, got {plain['out']!r}")
+    if plain["combine"] and plain.get("chain") is not None:
+        raise ConfigError("chain: must be null with combine=true (combine certifies the "
+                          "stored chains)")
+    check_objects({"target": plain["target"], "sampler": plain["sampler"]})
+    target = _build(cfg, "target")
+    try:
+        check_settings(**{k: plain[k] for k in KEYS}, dim=target.dim)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    _build(cfg, "sampler")  # fail on a bad sampler config before any sampling
+    return plain, target
+
+
 def _run(cfg) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     from ckam_bench.cli import _build
     from ckam_bench.outputs import OutputFolder
     from ckam_bench.rundir import FolderRefused
-    from ckam_bench.validate import ConfigError, check_objects, resolved
+    from ckam_bench.validate import ConfigError
 
     def say(msg):
         print(f"ckam-bench-reference: {msg}", file=sys.stderr, flush=True)
 
     try:
-        plain = resolved(cfg)
-        plain.pop("hydra", None)
-        if not isinstance(plain.get("combine"), bool):
-            raise ConfigError(f"combine: must be true or false, got {plain.get('combine')!r}")
-        if plain.get("out") is not None and not isinstance(plain["out"], str):
-            raise ConfigError(f"out: must be null or a folder path, got {plain['out']!r}")
-        if plain["combine"] and plain.get("chain") is not None:
-            raise ConfigError("chain: must be null with combine=true (combine certifies the "
-                              "stored chains)")
-        target = _build(cfg, "target")
-        try:
-            check_settings(**{k: plain[k] for k in KEYS}, dim=target.dim)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        check_objects({"target": plain["target"], "sampler": plain["sampler"]})
-        _build(cfg, "sampler")  # fail on a bad sampler config before any sampling
+        plain, target = validate_config(cfg)
         folder = OutputFolder.inspect(Path(plain["out"]).expanduser() if plain["out"]
                                       else cache_dir(), COMMAND, STORE)
     except ConfigError as exc:
