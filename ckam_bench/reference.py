@@ -585,12 +585,13 @@ def validate_config(cfg) -> tuple[dict, object]:
     if plain["combine"] and plain.get("chain") is not None:
         raise ConfigError("chain: must be null with combine=true (combine certifies the "
                           "stored chains)")
-    check_objects({"target": plain["target"], "sampler": plain["sampler"]})
+    check_objects({"target": plain["target"]})
     target = _build(cfg, "target")
-    try:
+    try:  # the command's own keys before the sampler's (the preset uses burn_in)
         check_settings(**{k: plain[k] for k in KEYS}, dim=target.dim)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    check_objects({"sampler": plain["sampler"]})
     _build(cfg, "sampler")  # fail on a bad sampler config before any sampling
     return plain, target
 
