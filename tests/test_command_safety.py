@@ -97,7 +97,14 @@ def test_check_bad_values_name_their_key(override, key):
     assert str(err.value).startswith(key), str(err.value)
 
 
-@pytest.mark.parametrize("override", ["check.times=[1e15]", "seed=inf", "foo=1"])
+SLOW = pytest.mark.slow  # more cases of the issue, one command each
+
+
+@pytest.mark.parametrize("override", [
+    "check.times=[1e15]", "seed=inf", "foo=1",
+    pytest.param("check.n_chains=inf", marks=SLOW), pytest.param("check.n_reference=inf", marks=SLOW),
+    pytest.param("check.times=[1,inf]", marks=SLOW), pytest.param("check.n_chains=abc", marks=SLOW),
+])
 def test_check_cli_bad_value_one_line_exit_2_nothing_created(tmp_path, override):
     proc = command("ckam_bench.stationarity", "sampler=rw", "target=gauss2d_corr", override,
                    f"hydra.run.dir={tmp_path / 'new' / 'run'}", cwd=tmp_path, timeout=120)
@@ -143,16 +150,20 @@ def test_reference_sweep_leaves_the_current_folder_alone(chain_sweep):
     assert sorted(p.name for p in parts.iterdir()) == [f"chain{c}.npz" for c in range(4)]
 
 
-def test_combine_refuses_a_chain_copied_over_another(chain_sweep, tmp_path):
+@pytest.mark.parametrize("damage, reason", [
+    (lambda parts: shutil.copy(parts / "chain0.npz", parts / "chain1.npz"), "chain 0 (expected 1)"),
+    (lambda parts: (parts / "chain1.npz").write_bytes((parts / "chain1.npz").read_bytes()[:700]),
+     "damaged"),
+], ids=["copied", "truncated"])
+def test_combine_refuses_a_chain_copied_over_another(chain_sweep, tmp_path, damage, reason):
     work = tmp_path / "w"
     shutil.copytree(chain_sweep / "O", work / "O")
-    parts = work / "O" / "parts" / gauss2d_corr().reference_id()
-    shutil.copy(parts / "chain0.npz", parts / "chain1.npz")
+    damage(work / "O" / "parts" / gauss2d_corr().reference_id())
     before = snapshot(work)
     proc = command("ckam_bench.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
                    cwd=work)
     line = one_line(proc)
-    assert proc.returncode == 2 and "chain1.npz" in line and "chain 0 (expected 1)" in line
+    assert proc.returncode == 2 and "chain1.npz" in line and reason in line
     assert snapshot(work) == before
     good = command("ckam_bench.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
                    cwd=chain_sweep)  # the intact set combines (and is not certified: tiny)
@@ -281,7 +292,12 @@ def test_reference_bad_values_name_their_key(override, key):
     assert str(err.value).startswith(key), str(err.value)
 
 
-@pytest.mark.parametrize("override", ["burn_in=1e25", "foo=1", "out=afile"])
+@pytest.mark.parametrize("override", [
+    "burn_in=1e25", "foo=1", "out=afile",
+    *(pytest.param(o, marks=SLOW) for o in (
+        "chains=inf", "iterations=inf", "burn_in=inf", "seed=-1", "seed=abc", "rhat_max=abc",
+        "chain=abc", "iterations=1e30", "chains=4.7", "rhat_max=1e9", "ess_min=0")),
+])
 def test_reference_cli_bad_value_one_line_exit_2_nothing_created(tmp_path, override):
     (tmp_path / "afile").write_text("x")
     proc = command("ckam_bench.reference", "target=gauss2d_corr", override, cwd=tmp_path,
