@@ -21,7 +21,6 @@ failure (the run folder's status says ``failed``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,25 +38,18 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ckam_bench import entry, jit, overrides, provenance, rundir
+from ckam_bench import entry, jit, overrides, provenance, rundir, store
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, check_target
 from ckam_bench.validate import ConfigError, check_config, resolved
 
-# Keys that do not change what a run computes (left out of the config hash).
-COSMETIC_KEYS = ("hydra", "progress")
-
-
 def config_hash(cfg: DictConfig) -> str:
     """sha256 of everything that changes a run's chain or its speed: the resolved run config
     (Hydra's settings and the progress bar excluded) and the loop mode (compiled or Python),
-    so a folder run in one mode is never taken as complete for the other."""
-    plain = resolved(cfg)
-    for key in COSMETIC_KEYS:
-        plain.pop(key, None)
-    plain["__loops__"] = "compiled" if jit.enabled() else "python"
-    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
+    so a folder run in one mode is never taken as complete for the other
+    (:func:`ckam_bench.store.config_digest`, which the report uses to check a run folder)."""
+    return store.config_digest(resolved(cfg), "compiled" if jit.enabled() else "python")
 
 
 def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):

@@ -43,7 +43,6 @@ import math
 import os
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,22 +110,44 @@ class Reference:
 _ARRAYS = ("samples", "chain", "mean", "second_moment", "variance", "fourth_moment", "mcse_mean")
 
 
+def is_certified(certificate: dict) -> bool:
+    """Whether a certificate certifies its sample: it says so, its criteria are at least
+    posteriordb's (split R-hat < 1.01, bulk and tail ESS >= 10 000 — a looser threshold gives a
+    provisional certificate, never a certified one), and its diagnostics meet them."""
+    try:
+        crit, diag = certificate["criteria"], certificate["diagnostics"]
+        return (certificate.get("certified") is True
+                and float(crit["rhat_max"]) <= RHAT_MAX
+                and float(crit["ess_bulk_min"]) >= ESS_MIN
+                and float(crit["ess_tail_min"]) >= ESS_MIN
+                and float(diag["rhat_max"]) < float(crit["rhat_max"])
+                and float(diag["ess_bulk_min"]) >= float(crit["ess_bulk_min"])
+                and float(diag["ess_tail_min"]) >= float(crit["ess_tail_min"]))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def read_reference(path, dim: int | None = None) -> Reference:
-    """Read a reference file; ValueError when it is malformed or not certified."""
+    """Read a reference file; ValueError when it is malformed or not certified
+    (:func:`is_certified`: a provisional certificate, with looser thresholds, is not)."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in _ARRAYS}
             certificate = json.loads(str(f["certificate"]))
-    except (OSError, KeyError, ValueError) as exc:
+    except Exception as exc:  # any damage: zip, npy or JSON errors of several types
         raise ValueError(f"reference file {str(path)!r} is unreadable: {exc}") from None
+    if not isinstance(certificate, dict):
+        raise ValueError(f"reference file {str(path)!r} has no certificate")
     d = arrays["mean"].shape[0]
     if dim is not None and d != dim:
         raise ValueError(f"reference file {str(path)!r} has dimension {d}, the target {dim}")
     if arrays["samples"].ndim != 2 or arrays["samples"].shape[1] != d:
         raise ValueError(f"reference file {str(path)!r}: samples are not (n, {d})")
-    if not certificate.get("certified"):
-        raise ValueError(f"reference file {str(path)!r} is not certified")
+    if not is_certified(certificate):
+        extra = " (provisional: looser thresholds than posteriordb's)" \
+            if certificate.get("provisional") else ""
+        raise ValueError(f"reference file {str(path)!r} is not certified{extra}")
     return Reference(samples=arrays["samples"].astype(float), chain=arrays["chain"],
                      mean=arrays["mean"], second_moment=arrays["second_moment"],
                      variance=arrays["variance"], fourth_moment=arrays["fourth_moment"],
@@ -250,33 +271,37 @@ def _versions() -> dict:
     return out
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+COMMAND = "ckam-bench-reference"
+STORE = "references"  # the identity of a reference folder (one folder holds many references)
+
+
+def reference_names(certificate: dict) -> tuple[str, str]:
+    """File names of a reference: ``<id>.npz`` and ``<id>.json`` when certified, else
+    ``<id>.provisional.npz``/``.json`` (never found by :func:`load_reference`)."""
+    rid = certificate["reference_id"]
+    stem = rid if certificate.get("certified") else f"{rid}.provisional"
+    return f"{stem}.npz", f"{stem}.json"
 
 
 def store_reference(folder, certificate: dict, arrays: dict) -> Path:
-    """Write ``<id>.npz`` (arrays + certificate) and ``<id>.json`` atomically; returns the npz."""
-    folder = Path(folder)
-    rid = certificate["reference_id"]
-    npz, sidecar = folder / f"{rid}.npz", folder / f"{rid}.json"
+    """Write ``<id>.npz`` (arrays + certificate) and ``<id>.json`` together, through
+    :mod:`ckam_bench.outputs` (a folder that is not a reference store is refused; an existing
+    reference is never replaced); returns the npz."""
+    from ckam_bench.outputs import OutputFolder
+
+    out = folder if isinstance(folder, OutputFolder) else OutputFolder.inspect(folder, COMMAND, STORE)
+    npz, sidecar = reference_names(certificate)
     text = json.dumps(certificate, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
-
-    def write_npz(tmp):
-        with open(tmp, "wb") as fh:
+    stage = out.staging()
+    try:
+        with open(stage / npz, "wb") as fh:
             np.savez_compressed(fh, certificate=np.array(text), **arrays)
-
-    _atomic_write(npz, write_npz)
-    _atomic_write(sidecar, lambda tmp: Path(tmp).write_text(text + "\n"))
-    return npz
+        (stage / sidecar).write_text(text + "\n")
+        out.publish(keep=(npz, sidecar))
+    except BaseException:
+        out.discard()
+        raise
+    return out.path / npz
 
 
 def run_chains(target, make_sampler, chain_ids, *, burn_in: int, iterations: int, max_draws: int,
@@ -301,24 +326,122 @@ def run_chains(target, make_sampler, chain_ids, *, burn_in: int, iterations: int
     return runs
 
 
-def save_chain(path, run: ChainRun) -> None:
-    """Store one chain's result (a part of a reference run split over jobs), atomically."""
+CHAIN_ARRAYS = ("held", "sums", "count", "acceptance", "n_nonfinite", "start", "seconds")
+
+
+def code_version() -> dict:
+    """ckam-bench's version and git commit (part of a chain's job identity)."""
+    from ckam_bench import provenance
+
+    return {"ckam-bench": _versions().get("ckam-bench"),
+            "git_commit": provenance.source().get("git_commit")}
+
+
+def chain_identity(target, sampler_name: str, settings: dict, chain: int, *, seed: int,
+                   burn_in: int, iterations: int, max_draws: int, start_spread: float) -> dict:
+    """What defines one chain's job: target (reference id and settings), sampler and its
+    settings, seed, chain index, run lengths, code version."""
+    return json.loads(json.dumps({
+        "reference_id": target.reference_id(), "target": target.describe(),
+        "sampler": sampler_name, "settings": settings, "seed": int(seed), "chain": int(chain),
+        "burn_in": int(burn_in), "iterations": int(iterations), "max_draws": int(max_draws),
+        "start_spread": float(start_spread), "code": code_version()}, sort_keys=True, default=str))
+
+
+def _chain_checksum(arrays: dict, identity_text: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256(identity_text.encode())
+    for name in CHAIN_ARRAYS:
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def chain_arrays(run: ChainRun, identity: dict | None = None) -> dict:
+    """One chain's result as the arrays of its file: the draws, its job ``identity`` and a
+    sha256 checksum of both."""
     arrays = {"held": run.held, "sums": run.sums, "count": np.array(run.count),
               "acceptance": np.array(run.acceptance), "n_nonfinite": np.array(run.n_nonfinite),
               "start": run.start, "seconds": np.array(run.seconds)}
+    text = json.dumps(identity or {}, sort_keys=True)
+    return {**arrays, "identity": np.array(text), "checksum": np.array(_chain_checksum(arrays, text))}
+
+
+def save_chain(path, run: ChainRun, identity: dict | None = None) -> None:
+    """Store one chain's result (a part of a reference run split over jobs) with its job
+    identity and checksum, atomically (Python API; the command publishes through
+    :mod:`ckam_bench.outputs`)."""
+    from ckam_bench.rundir import atomic_write
+
+    arrays = chain_arrays(run, identity)
 
     def write(tmp):
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
 
-    _atomic_write(Path(path), write)
+    atomic_write(Path(path), write)
 
 
-def load_chain(path) -> ChainRun:
-    with np.load(path, allow_pickle=False) as f:
-        return ChainRun(held=f["held"], sums=f["sums"], count=int(f["count"]),
-                        acceptance=float(f["acceptance"]), n_nonfinite=int(f["n_nonfinite"]),
-                        start=f["start"], seconds=float(f["seconds"]))
+class ChainFileError(ValueError):
+    """A chain file that cannot be combined: damaged, or of another job."""
+
+
+def load_chain(path, expected: dict | None = None) -> ChainRun:
+    """Read one chain file, verifying its checksum and, given ``expected``, that its job
+    identity is that one; :class:`ChainFileError` naming the file and the reason otherwise."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in CHAIN_ARRAYS}
+            text, checksum = str(f["identity"]), str(f["checksum"])
+        identity = json.loads(text)
+    except Exception as exc:  # truncated, not a zip, missing arrays, bad JSON: damaged
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ChainFileError(f"{path}: damaged or not a chain file ({type(exc).__name__}: "
+                             f"{first})") from None
+    if _chain_checksum(arrays, text) != checksum:
+        raise ChainFileError(f"{path}: checksum mismatch: its content was altered or damaged")
+    if expected is not None and identity != expected:
+        diff = sorted(k for k in set(identity) | set(expected) if identity.get(k) != expected.get(k))
+        def short(v):
+            text = repr(v)
+            return text if len(text) <= 60 else text[:57] + "..."
+
+        shown = "; ".join(f"{k} {short(identity.get(k))} (expected {short(expected.get(k))})"
+                          for k in diff[:3])
+        raise ChainFileError(f"{path}: a chain of another job: {shown}")
+    try:
+        run = ChainRun(held=arrays["held"], sums=arrays["sums"], count=int(arrays["count"]),
+                       acceptance=float(arrays["acceptance"]),
+                       n_nonfinite=int(arrays["n_nonfinite"]), start=arrays["start"],
+                       seconds=float(arrays["seconds"]))
+    except (TypeError, ValueError) as exc:
+        raise ChainFileError(f"{path}: damaged ({exc})") from None
+    d = run.sums.shape[-1] if run.sums.ndim == 2 else -1
+    if run.sums.shape != (3, d) or run.held.ndim != 2 or run.held.shape[1] != d \
+            or run.count < 1 or not np.all(np.isfinite(run.sums)):
+        raise ChainFileError(f"{path}: damaged (arrays of inconsistent shapes or values)")
+    return run
+
+
+def combine_chains(files, identities) -> list[ChainRun]:
+    """The chains of ``files`` (one per chain index, in order), each verified against the
+    identity of its job (:func:`load_chain`); refuses a missing file, a damaged or mismatched
+    one, and duplicates (two files with the same content), naming the file and the reason."""
+    missing = [str(f) for f in files if not Path(f).is_file()]
+    if missing:
+        raise ChainFileError(f"incomplete set: missing chain file(s) {', '.join(missing)}")
+    runs, seen = [], {}
+    for f, expected in zip(files, identities):
+        runs.append(load_chain(f, expected))
+        with np.load(f, allow_pickle=False) as data:
+            digest = _chain_checksum({k: data[k] for k in CHAIN_ARRAYS}, "")
+        if digest in seen:
+            raise ChainFileError(f"{f}: duplicates {seen[digest]} (the same draws)")
+        seen[digest] = f
+    return runs
 
 
 def certify_runs(target, runs: list[ChainRun], *, burn_in: int, iterations: int, max_draws: int,
@@ -341,9 +464,12 @@ def certify_runs(target, runs: list[ChainRun], *, burn_in: int, iterations: int,
         "mean": s1, "second_moment": s2, "variance": np.maximum(s2 - s1 * s1, 0.0),
         "fourth_moment": s4, "mcse_mean": diag["mcse_mean"],
     }
+    strict = float(rhat_max) <= RHAT_MAX and float(ess_min) >= ESS_MIN
     certificate = {
         "reference_id": target.reference_id(),
-        "certified": bool(ok),
+        "certified": bool(ok) and strict,
+        # criteria met, but looser than posteriordb's: stored as provisional, never certified
+        "provisional": bool(ok) and not strict,
         "target": target.describe(),
         "sampler": sampler_name,
         "settings": {"sampler": settings or {}, "chains": chains, "burn_in": burn_in,
@@ -381,7 +507,8 @@ def build_reference(target, make_sampler, *, chains: int = 4, burn_in: int = 20_
                     settings: dict | None = None, log=None) -> tuple[bool, str, dict, dict]:
     """Run ``chains`` chains and diagnose them (:func:`run_chains` then :func:`certify_runs`)."""
     check_settings(chains=chains, burn_in=burn_in, iterations=iterations, max_draws=max_draws,
-                   stored_draws=stored_draws, start_spread=start_spread, dim=target.dim)
+                   stored_draws=stored_draws, start_spread=start_spread, dim=target.dim,
+                   seed=seed, rhat_max=rhat_max, ess_min=ess_min)
     runs = run_chains(target, make_sampler, range(chains), burn_in=burn_in, iterations=iterations,
                       max_draws=max_draws, seed=seed, start_spread=start_spread, log=log)
     return certify_runs(target, runs, burn_in=burn_in, iterations=iterations, max_draws=max_draws,
@@ -390,87 +517,180 @@ def build_reference(target, make_sampler, *, chains: int = 4, burn_in: int = 20_
                         settings=settings)
 
 
-def check_settings(*, chains, burn_in, iterations, max_draws, stored_draws, start_spread, dim) -> None:
-    """ValueError naming the key for settings that cannot give a valid certificate."""
-    if int(chains) < 4:
+MAX_CHAINS = 1000
+MAX_CHAIN_DRAWS = 10**10  # burn_in + iterations of one chain
+MAX_STORED = 1_000_000
+MAX_SPREAD = 1.0e6
+RHAT_RANGE = (1.0, 2.0)  # (exclusive, inclusive); certified only up to RHAT_MAX
+ESS_RANGE = (100, 1.0e9)  # certified only from ESS_MIN
+
+
+def _int(name, value, lo, hi):
+    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and lo <= value <= hi):
+        raise ValueError(f"{name} must be an integer in [{lo:,}, {hi:,}], got {value!r}")
+    return int(value)
+
+
+def _number(name, value, lo, hi, lo_open=False):
+    ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) \
+        and math.isfinite(float(value)) and (lo < value if lo_open else lo <= value) and value <= hi
+    if not ok:
+        raise ValueError(f"{name} must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}], "
+                         f"got {value!r}")
+    return float(value)
+
+
+def check_settings(*, chains, burn_in, iterations, max_draws, stored_draws, start_spread, dim,
+                   seed=0, rhat_max=RHAT_MAX, ess_min=ESS_MIN, chain=None) -> None:
+    """ValueError naming the key and its allowed range for settings that cannot give a valid
+    certificate or would not end (every key of ckam-bench-reference but ``out``/``combine``)."""
+    if isinstance(chains, (int, np.integer)) and not isinstance(chains, bool) and chains < 4:
         raise ValueError(f"chains must be >= 4 (posteriordb's criteria), got {chains}")
-    if int(burn_in) < 0:
-        raise ValueError(f"burn_in must be >= 0, got {burn_in}")
-    if int(iterations) < 100:
-        raise ValueError(f"iterations must be >= 100, got {iterations}")
-    if int(max_draws) < 100:
-        raise ValueError(f"max_draws must be >= 100, got {max_draws}")
-    if int(chains) * min(int(max_draws), int(iterations)) * dim > MAX_HELD:
+    chains = _int("chains", chains, 4, MAX_CHAINS)
+    burn_in = _int("burn_in", burn_in, 0, MAX_CHAIN_DRAWS)
+    iterations = _int("iterations", iterations, 100, MAX_CHAIN_DRAWS)
+    if burn_in + iterations > MAX_CHAIN_DRAWS:
+        raise ValueError(f"iterations: burn_in + iterations must be at most {MAX_CHAIN_DRAWS:.0e}"
+                         f" draws per chain, got {burn_in + iterations:,}")
+    max_draws = _int("max_draws", max_draws, 100, MAX_HELD)
+    if chains * min(max_draws, iterations) * dim > MAX_HELD:
         raise ValueError(f"max_draws: chains x max_draws x dim must be <= {MAX_HELD} draw entries "
                          f"held in memory, got {chains} x {max_draws} x {dim}")
-    if int(stored_draws) < 1:
-        raise ValueError(f"stored_draws must be >= 1, got {stored_draws}")
-    if not (math.isfinite(float(start_spread)) and float(start_spread) > 0):
-        raise ValueError(f"start_spread must be > 0, got {start_spread}")
+    _int("stored_draws", stored_draws, 1, MAX_STORED)
+    _number("start_spread", start_spread, 0.0, MAX_SPREAD, lo_open=True)
+    _int("seed", seed, 0, 2**63 - 1)
+    _number("rhat_max", rhat_max, *RHAT_RANGE, lo_open=True)
+    _number("ess_min", ess_min, *ESS_RANGE)
+    if chain is not None:
+        _int("chain", chain, 0, chains - 1)
 
 
 # ---------------------------------------------------------------------------- command
+KEYS = ("chains", "burn_in", "iterations", "max_draws", "stored_draws", "start_spread", "seed",
+        "rhat_max", "ess_min", "chain")
+
+
+def validate_config(cfg) -> tuple[dict, object]:
+    """Every key of a ckam-bench-reference config checked (:class:`ConfigError` naming the key
+    and its allowed range); returns the resolved config and the target. Writes nothing."""
+    from ckam_bench.cli import _build
+    from ckam_bench.validate import ConfigError, check_objects, resolved
+
+    plain = resolved(cfg)
+    plain.pop("hydra", None)
+    if not isinstance(plain.get("combine"), bool):
+        raise ConfigError(f"combine: must be true or false, got {plain.get('combine')!r}")
+    if plain.get("out") is not None and not isinstance(plain["out"], str):
+        raise ConfigError(f"out: must be null or a folder path, got {plain['out']!r}")
+    if plain["combine"] and plain.get("chain") is not None:
+        raise ConfigError("chain: must be null with combine=true (combine certifies the "
+                          "stored chains)")
+    check_objects({"target": plain["target"]})
+    target = _build(cfg, "target")
+    try:  # the command's own keys before the sampler's (the preset uses burn_in)
+        check_settings(**{k: plain[k] for k in KEYS}, dim=target.dim)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    check_objects({"sampler": plain["sampler"]})
+    _build(cfg, "sampler")  # fail on a bad sampler config before any sampling
+    return plain, target
+
+
 def _run(cfg) -> int:
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
 
     from ckam_bench.cli import _build
+    from ckam_bench.outputs import OutputFolder
+    from ckam_bench.rundir import FolderRefused
     from ckam_bench.validate import ConfigError
 
     def say(msg):
         print(f"ckam-bench-reference: {msg}", file=sys.stderr, flush=True)
 
     try:
-        target = _build(cfg, "target")
-        _build(cfg, "sampler")  # fail on a bad sampler config before any sampling
-        keys = ("chains", "burn_in", "iterations", "max_draws", "stored_draws", "start_spread")
-        try:
-            check_settings(**{k: cfg[k] for k in keys}, dim=target.dim)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        plain, target = validate_config(cfg)
+        folder = OutputFolder.inspect(Path(plain["out"]).expanduser() if plain["out"]
+                                      else cache_dir(), COMMAND, STORE)
     except ConfigError as exc:
         say(f"invalid configuration: {exc}")
         return EXIT_CONFIG
+    except FolderRefused as exc:
+        say(f"refused: out: {exc}")
+        return EXIT_CONFIG
     sampler_name = HydraConfig.get().runtime.choices.get("sampler", "sampler")
-    settings = OmegaConf.to_container(cfg.sampler, resolve=True)
-    folder = Path(cfg.out).expanduser() if cfg.out else cache_dir()
-    parts = folder / "parts" / target.reference_id()
-    common = {"burn_in": int(cfg.burn_in), "iterations": int(cfg.iterations),
-              "max_draws": int(cfg.max_draws), "seed": int(cfg.seed),
-              "start_spread": float(cfg.start_spread)}
-    if cfg.chain is not None:  # one chain of a run split over jobs (e.g. a SLURM sweep)
-        c = int(cfg.chain)
-        if not 0 <= c < int(cfg.chains):
-            say(f"invalid configuration: chain must be in [0, {int(cfg.chains)}), got {c}")
-            return EXIT_CONFIG
+    settings = plain["sampler"]
+    rid = target.reference_id()
+    parts = Path("parts") / rid
+    common = {k: plain[k] for k in ("burn_in", "iterations", "max_draws", "seed", "start_spread")}
+
+    def identity(c):
+        return chain_identity(target, sampler_name, settings, c, **common)
+
+    strict = float(plain["rhat_max"]) <= RHAT_MAX and float(plain["ess_min"]) >= ESS_MIN
+    done = [name for name in reference_names({"reference_id": rid, "certified": strict})
+            if (folder.path / name).exists() or (folder.path / name).is_symlink()]
+    if done and plain["chain"] is None:  # a stored reference is final: never replaced
+        say(f"refused: {folder.path / done[0]} already exists (a reference of this target); "
+            "nothing was changed: move it away or choose another out=")
+        return EXIT_CONFIG
+    if plain["chain"] is not None:  # one chain of a run split over jobs (e.g. a SLURM sweep)
+        c = plain["chain"]
+        name = parts / f"chain{c}.npz"
+        if (folder.path / name).exists():  # replaced only when ours, of this very job
+            try:
+                if not folder.owns(str(name)):
+                    raise ChainFileError(f"{folder.path / name}: not written by {COMMAND} here")
+                load_chain(folder.path / name, identity(c))
+            except ChainFileError as exc:
+                say(f"refused: {exc}; nothing was changed: move it away or choose another out=")
+                return EXIT_CONFIG
         (run,) = run_chains(target, lambda: _build(cfg, "sampler"), [c], log=say, **common)
-        save_chain(parts / f"chain{c}.npz", run)
-        say(f"chain {c} stored -> {parts / f'chain{c}.npz'} (certify with combine=true)")
-        return 0
-    if cfg.combine:
-        files = [parts / f"chain{c}.npz" for c in range(int(cfg.chains))]
-        missing = [str(f) for f in files if not f.is_file()]
-        if missing:
-            say(f"invalid configuration: combine: missing chain files {missing}")
+        try:
+            stage = folder.staging() / parts
+            stage.mkdir(parents=True, exist_ok=True)
+            with open(stage / f"chain{c}.npz", "wb") as fh:
+                np.savez(fh, **chain_arrays(run, identity(c)))
+            folder.publish()
+        except FolderRefused as exc:
+            folder.discard()
+            say(f"refused: {exc}")
             return EXIT_CONFIG
-        runs = [load_chain(f) for f in files]
-        say(f"{target.reference_id()}: combining {len(runs)} stored chains of {sampler_name}")
+        say(f"chain {c} stored -> {folder.path / name} (certify with combine=true)")
+        return 0
+    if plain["combine"]:
+        files = [folder.path / parts / f"chain{c}.npz" for c in range(plain["chains"])]
+        try:
+            runs = combine_chains(files, [identity(c) for c in range(plain["chains"])])
+        except ChainFileError as exc:
+            say(f"refused: combine: {exc}; nothing was stored")
+            return EXIT_CONFIG
+        say(f"{rid}: combining {len(runs)} stored chains of {sampler_name}")
     else:
-        say(f"{target.reference_id()}: {cfg.chains} chains of {sampler_name}, {cfg.burn_in} burn-in "
-            f"+ {cfg.iterations} draws each")
-        runs = run_chains(target, lambda: _build(cfg, "sampler"), range(int(cfg.chains)), log=say,
-                          **common)
+        say(f"{rid}: {plain['chains']} chains of {sampler_name}, {plain['burn_in']} burn-in "
+            f"+ {plain['iterations']} draws each")
+        runs = run_chains(target, lambda: _build(cfg, "sampler"), range(plain["chains"]),
+                          log=say, **common)
     ok, why, certificate, arrays = certify_runs(
-        target, runs, stored_draws=int(cfg.stored_draws), rhat_max=float(cfg.rhat_max),
-        ess_min=float(cfg.ess_min), sampler_name=sampler_name, settings=settings, **common)
+        target, runs, stored_draws=plain["stored_draws"], rhat_max=float(plain["rhat_max"]),
+        ess_min=float(plain["ess_min"]), sampler_name=sampler_name, settings=settings, **common)
     d = certificate["diagnostics"]
     summary = (f"R-hat max {d['rhat_max']:.4f}, bulk ESS min {d['ess_bulk_min']:.0f}, "
                f"tail ESS min {d['ess_tail_min']:.0f}, {certificate['seconds']:.0f} s")
     if not ok:
         say(f"not certified, nothing stored: {why} ({summary})")
         return EXIT_UNCERTIFIED
-    path = store_reference(folder, certificate, arrays)
-    say(f"certified ({summary}) -> {path}")
+    try:
+        path = store_reference(folder, certificate, arrays)
+    except FolderRefused as exc:
+        say(f"refused: {exc}")
+        return EXIT_CONFIG
+    if certificate["certified"]:
+        say(f"certified ({summary}) -> {path}")
+        return 0
+    say(f"provisional, NOT certified: criteria met at thresholds looser than posteriordb's "
+        f"(rhat_max {plain['rhat_max']}, ess_min {plain['ess_min']}; certified needs "
+        f"rhat_max <= {RHAT_MAX}, ess_min >= {ESS_MIN}); never used as a reference ({summary}) "
+        f"-> {path}")
     return 0
 
 
@@ -478,21 +698,18 @@ def main() -> None:
     """Console entry point ``ckam-bench-reference``."""
     import hydra
 
-    composed = []
+    from ckam_bench.validate import one_line_hydra_errors
+
+    started = []
 
     @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="reference")
     def app(cfg) -> None:
-        composed.append(True)
+        started.append(True)
         code = _run(cfg)
         if code:
             sys.exit(code)
 
-    try:
-        app()
-    except SystemExit as exc:  # Hydra's own composition errors exit with 1: config errors
-        if exc.code == 1 and not composed:
-            sys.exit(EXIT_CONFIG)
-        raise
+    one_line_hydra_errors(app, "ckam-bench-reference", started)
 
 
 if __name__ == "__main__":

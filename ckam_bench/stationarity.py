@@ -29,8 +29,9 @@ conservative for positively dependent tests, so it is typically below).
 :func:`check_stationarity` is the Python entry (the tests of every sampler call it through
 ``tests/samplers/invariance.py``); ``ckam-bench-check`` (:func:`main`) composes the same
 config as ``ckam-bench`` (so presets, experiments and overrides apply), runs the check and
-writes ``verdict.csv``, ``verdict.md``, ``tests.csv`` and ``stationarity.png`` into a new
-output folder.
+writes ``verdict.csv``, ``verdict.md``, ``tests.csv``, ``stationarity.png`` and ``check.json``
+into its output folder through :mod:`ckam_bench.outputs` (a new or empty folder, or one of an
+earlier check of the same config; anything else is refused untouched).
 """
 
 from __future__ import annotations
@@ -291,56 +292,80 @@ def default_times(sampler) -> list[int]:
     return [start + t for t in DEFAULT_TIMES]
 
 
-def write_outputs(result: StationarityResult, out_dir: Path, info: dict) -> dict:
-    """Write the check's files (``OUTPUT_FILES``) into ``out_dir``, refusing to overwrite."""
+COMMAND = "ckam-bench-check"
+
+
+def write_outputs(result: StationarityResult, out, info: dict, identity: str = "") -> dict:
+    """Write the check's files (``OUTPUT_FILES``) into ``out`` (a path, or an
+    :class:`~ckam_bench.outputs.OutputFolder` already inspected), all published together
+    (:mod:`ckam_bench.outputs`: a folder that is not this check's is refused untouched)."""
+    from ckam_bench.outputs import OutputFolder
     from ckam_bench.report.validity import figure_check, markdown
 
-    out_dir = Path(out_dir)
-    clash = [name for name in OUTPUT_FILES if (out_dir / name).exists()]
-    if clash:
-        raise FileExistsError(f"{out_dir} already holds {', '.join(clash)}: choose a new output folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = out if isinstance(out, OutputFolder) else OutputFolder.inspect(out, COMMAND, identity)
     summary = {**info, **result.summary()}  # the check's n_chains, not a sampler's own (PT)
     tests = result.tests.copy()
     for col in ("share", "reference_share"):
         if col in tests:
             tests[col] = [json.dumps(v) if isinstance(v, list) else v for v in tests[col]]
-    tests.to_csv(out_dir / "tests.csv", index=False)
-    table = pd.DataFrame([summary])
-    table.to_csv(out_dir / "verdict.csv", index=False)
-    (out_dir / "verdict.md").write_text(markdown(table) + "\n")
-    fig, caption = figure_check(tests, {**summary, "n_reference": result.n_reference})
-    fig.savefig(out_dir / "stationarity.png", dpi=150)
-    (out_dir / "check.json").write_text(json.dumps({**summary, "caption": caption}, indent=2, default=str))
+    stage = folder.staging()
+    try:
+        tests.to_csv(stage / "tests.csv", index=False)
+        table = pd.DataFrame([summary])
+        table.to_csv(stage / "verdict.csv", index=False)
+        (stage / "verdict.md").write_text(markdown(table) + "\n")
+        fig, caption = figure_check(tests, {**summary, "n_reference": result.n_reference})
+        fig.savefig(stage / "stationarity.png", dpi=150)
+        (stage / "check.json").write_text(json.dumps({**summary, "caption": caption}, indent=2,
+                                                     default=str))
+        folder.publish(last=("check.json",))  # check.json last: it says the check is complete
+    except BaseException:
+        folder.discard()
+        raise
     return summary
 
 
-def _discard_fresh(out_dir: Path) -> None:
-    """Remove the output folder Hydra just created (its config snapshot and log only)."""
-    import shutil
-
-    if out_dir.is_dir() and set(p.name for p in out_dir.iterdir()) <= {".hydra", "stationarity.log"}:
-        shutil.rmtree(out_dir, ignore_errors=True)
+def _config_error(message: str) -> int:
+    print(f"ckam-bench-check: invalid configuration: {message}", file=sys.stderr)
+    return 2
 
 
 def _app_main(cfg) -> int:
     from hydra.core.hydra_config import HydraConfig
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    choices = HydraConfig.get().runtime.choices
+    from ckam_bench import cli
+    from ckam_bench.outputs import OutputFolder
+    from ckam_bench.rundir import FolderRefused
+    from ckam_bench.validate import ConfigError, check_config, check_times
+
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    choices = hc.runtime.choices
     try:
-        target = instantiate(cfg.target)
-        probe = instantiate(cfg.sampler)  # fails fast on a bad sampler config
+        check_config(cfg)  # every key, check.* included, before anything is built
+        target = cli._build(cfg, "target")
+        probe = cli._build(cfg, "sampler")  # fails fast on a bad sampler config
         check = cfg.check
         times = list(check.times) if check.times is not None else default_times(probe)
-    except (InstantiationException, ValueError) as exc:
-        cause = exc.__cause__ or exc
-        _discard_fresh(out_dir)
-        print(f"ckam-bench-check: invalid configuration: {cause}", file=sys.stderr)
+        check_times(times, int(check.n_chains))
+        if not target.has_exact_sampler:
+            raise ConfigError(f"target: {target.name} has no exact sampler: the stationarity "
+                              "check needs one")
+        folder = OutputFolder.inspect(out_dir, COMMAND, cli.config_hash(cfg), cli._CREATED)
+    except ConfigError as exc:
+        cli._undo_created(out_dir, multirun)
+        return _config_error(str(exc))
+    except FolderRefused as exc:
+        cli._undo_created(out_dir, multirun)
+        print(f"ckam-bench-check: refused: {exc}", file=sys.stderr)
         return 2
+    if (out_dir / "check.json").is_file() and folder.owns("check.json"):
+        print(f"ckam-bench-check: already checked for this config, skipped: {out_dir}",
+              file=sys.stderr)
+        return 0
     sampler_cfg = cfg.sampler
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
@@ -349,18 +374,22 @@ def _app_main(cfg) -> int:
             **{k: v for k, v in probe.describe().items() if isinstance(v, (str, int, float))},
             "config": OmegaConf.to_container(cfg.sampler, resolve=True)}
     try:
-        result = check_stationarity(lambda: instantiate(sampler_cfg), target, n_chains=check.n_chains,
-                                    times=times, seed=cfg.seed, alpha=check.alpha,
-                                    n_reference=check.n_reference)
-    except ValueError as exc:  # the check's own arguments: name their full key
-        _discard_fresh(out_dir)
-        print(f"ckam-bench-check: invalid configuration: check.{exc}", file=sys.stderr)
-        return 2
+        result = check_stationarity(lambda: cli._build(cfg, "sampler"), target,
+                                    n_chains=check.n_chains, times=times, seed=cfg.seed,
+                                    alpha=check.alpha, n_reference=check.n_reference)
+    except ValueError as exc:  # validated above; a sampler's own refusal names its key
+        cli._undo_created(out_dir, multirun)
+        return _config_error(str(exc))
     try:
-        summary = write_outputs(result, out_dir, info)
-    except FileExistsError as exc:
-        print(f"ckam-bench-check: {exc}", file=sys.stderr)
+        summary = write_outputs(result, folder, info)
+    except FolderRefused as exc:
+        print(f"ckam-bench-check: refused: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        folder.discard()
+        print(f"ckam-bench-check: cannot write {out_dir}: {exc}; nothing was changed",
+              file=sys.stderr)
+        return 1
     print(f"{summary['label']} on {summary['target']}: {summary['verdict']} "
           f"(min Holm-adjusted p = {summary['min_p_holm']:.3g}, worst {summary['worst_test']}"
           + (f"; occupancy {summary['occupancy_last']}" if "occupancy_last" in summary else "")
@@ -374,16 +403,14 @@ def main() -> None:
 
     import ckam_bench  # noqa: F401  (registers the config resolvers)
 
-    code = {"value": 0}
+    from ckam_bench.validate import one_line_hydra_errors
+
+    code, started = {"value": 0}, []
 
     @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="check")
     def app(cfg) -> None:
-        code["value"] = _app_main(cfg)
+        started.append(True)
+        code["value"] = max(code["value"], _app_main(cfg))
 
-    try:
-        app()
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            sys.exit(2)
-        raise
+    one_line_hydra_errors(app, "ckam-bench-check", started)
     sys.exit(code["value"])

@@ -22,7 +22,10 @@ A run folder (Hydra's run or sweep-job directory) holds
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 
@@ -34,6 +37,10 @@ SAMPLES = "samples.parquet"
 DIAGNOSTICS = "diagnostics.parquet"
 STATUS = "status.json"
 RESUME = "resume.npz"
+MARKER = ".ckam-run.json"
+LOOPS = ("compiled", "python")
+# A name used in file names of figures and tables (a target, a sampler): no path separators
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
 
 def json_default(obj):
@@ -158,3 +165,74 @@ def load_traces(root: str | Path, states: tuple[str, ...] | None = None) -> pd.D
             continue
         frames.append(run.trace.assign(status=run.status.get("state"), path=str(path)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+# ---------------------------------------------------------------------------- identity
+def config_digest(plain: dict, loops: str) -> str:
+    """sha256 of a resolved run config (Hydra's settings and the progress bar left out) and
+    the loop mode: the config hash of a run (:func:`ckam_bench.cli.config_hash`)."""
+    plain = {k: v for k, v in plain.items() if k not in ("hydra", "progress")}
+    plain["__loops__"] = loops
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def status_problem(status: dict) -> str | None:
+    """Why a ``status.json`` cannot describe a run (None when it can): its target and sampler
+    must be names usable in file names, its seed an integer >= 0."""
+    for key in ("target", "sampler"):
+        value = status.get(key)
+        if not (isinstance(value, str) and SAFE_NAME.match(value)):
+            return f"status.json: {key} {value!r} is not a valid name"
+    seed = status.get("seed")
+    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        return f"status.json: seed {seed!r} is not an integer >= 0"
+    kernel = status.get("kernel")
+    if kernel is not None and not (isinstance(kernel, str) and SAFE_NAME.match(kernel)):
+        return f"status.json: kernel {kernel!r} is not a valid name"
+    return None
+
+
+def identity_problem(folder, status: dict, config) -> str | None:
+    """Why a run folder's files disagree with its own identity (None when they agree).
+
+    Every identity the folder holds must name the same run: the marker's config hash, the
+    status's ``config_hash``, the hash in each parquet file's metadata, and the hash of the
+    config snapshot (``.hydra/config.yaml``, resolved: ``config``), whose seed must also be
+    the status's. Folders from before these records (none of them present) pass.
+    """
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    found = {}
+    marker = folder / MARKER
+    if marker.exists():
+        try:
+            found["the run marker"] = json.loads(marker.read_text())["config_hash"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"{MARKER} is damaged: the folder cannot be identified"
+    if status.get("config_hash") is not None:
+        found["status.json"] = status["config_hash"]
+    for name in (TRACE, SAMPLES, DIAGNOSTICS):
+        if (folder / name).exists():
+            try:
+                value = (pq.read_schema(folder / name).metadata or {}).get(
+                    b"ckam_bench.config_hash")
+            except Exception:  # damage is reported by the loader itself
+                continue
+            if value is not None:
+                found[name] = value.decode(errors="replace")
+    if len(set(found.values())) > 1:
+        names = sorted(found, key=lambda k: list(found).index(k))
+        first = names[0]
+        other = next(n for n in names if found[n] != found[first])
+        return (f"its files belong to different runs: {other} has config hash "
+                f"{found[other][:12]}, {first} {found[first][:12]} (a file copied from "
+                "another run?)")
+    if isinstance(config, dict) and found:
+        theirs = next(iter(found.values()))
+        if theirs not in {config_digest(config, loops) for loops in LOOPS}:
+            return (f".hydra/config.yaml is not the config of this run (its hash is not "
+                    f"{theirs[:12]}): the snapshot or the run's files come from another run")
+    if isinstance(config, dict) and "seed" in config and config["seed"] != status.get("seed"):
+        return f"status.json seed {status.get('seed')!r} is not the config's {config['seed']!r}"
+    return None

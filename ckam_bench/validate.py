@@ -39,6 +39,13 @@ MAX_SEED = 2**63 - 1  # seeds are stored as int64 in the trace
 MAX_ROWS = 10_000_000  # rows of a bounded store (samples, diagnostics)
 MAX_COUNT = 2**62  # iteration and evaluation caps
 MAX_SECONDS = 1.0e8  # about three years: budgets, caps, checkpoint spacing
+BLOCK_SECONDS = (1.0e-4, 3600.0)  # a block of iterations: from 0.1 ms to an hour
+# ckam-bench-check: chains, fresh reference draws, tested times, and the total iterations
+# (chains x last tested time) that a check may run (about three hours at a million per second)
+CHECK_CHAINS = (10, 100_000)
+CHECK_REFERENCE = (100, 10_000_000)
+CHECK_MAX_TIMES = 1_000
+CHECK_MAX_ITERATIONS = 10**10
 
 
 def resolved(cfg: DictConfig) -> dict:
@@ -61,10 +68,18 @@ def check_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first problem found in ``cfg``."""
     plain = resolved(cfg)
     plain.pop("hydra", None)
+    _check_run_keys(plain)  # first: their messages give the allowed range
+    if "check" in plain:
+        check_check_keys(plain)
+    check_objects(plain)
+
+
+def check_objects(plain: dict) -> None:
+    """Every number finite, every constructor argument of the right type (``plain``: the
+    resolved config, e.g. from :func:`resolved`)."""
     _check_finite(plain, "")
     for key in ("target", "sampler", "metrics"):
         _check_types(plain.get(key), key)
-    _check_run_keys(plain)
 
 
 def _check_finite(node, path: str) -> None:
@@ -157,7 +172,8 @@ def _positive_number(plain: dict, key: str, allow_none: bool = False,
     if node is None and allow_none:
         return
     if not (isinstance(node, numbers.Real) and not isinstance(node, bool) and node > 0):
-        raise ConfigError(f"{key}: must be a number > 0, got {node!r}")
+        rule = f" and <= {limit:g}" if limit is not None else ""
+        raise ConfigError(f"{key}: must be a number > 0{rule}, got {node!r}")
     if limit is not None and node > limit:
         raise ConfigError(f"{key}: must be at most {limit:g}, got {node!r}")
 
@@ -168,17 +184,14 @@ def _positive_int(plain: dict, key: str, allow_none: bool = False,
     if node is None and allow_none:
         return
     if not (isinstance(node, int) and not isinstance(node, bool) and node >= 1):
-        raise ConfigError(f"{key}: must be an integer >= 1, got {node!r}")
+        rule = f" and <= {limit:,}" if limit is not None else ""
+        raise ConfigError(f"{key}: must be an integer >= 1{rule}, got {node!r}")
     if limit is not None and node > limit:
         raise ConfigError(f"{key}: must be at most {limit:,}, got {node:,}")
 
 
 def _check_run_keys(plain: dict) -> None:
-    seed = plain.get("seed")
-    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
-        raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
-    if seed > MAX_SEED:
-        raise ConfigError(f"seed: must be at most 2**63 - 1, got {seed}")
+    check_seed(plain)
     start = plain.get("start")
     if start is not None and not (
         isinstance(start, list) and all(isinstance(v, numbers.Real) for v in start)
@@ -194,10 +207,122 @@ def _check_run_keys(plain: dict) -> None:
     _positive_int(plain, "checkpoint.per_decade", allow_none=True, limit=1000)
     _positive_number(plain, "checkpoint.every", allow_none=True, limit=MAX_COUNT)
     _positive_number(plain, "checkpoint.max_overhead", allow_none=True)
-    _positive_number(plain, "block_seconds", limit=3600)
+    lo, hi = BLOCK_SECONDS
+    block = plain.get("block_seconds")
+    if not (isinstance(block, numbers.Real) and not isinstance(block, bool) and lo <= block <= hi):
+        raise ConfigError(f"block_seconds: must be a number in [{lo:g}, {hi:g}], got {block!r}")
     _positive_int(plain, "threads", limit=os.cpu_count() or 1)
     for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
         _positive_int(plain, f"metrics.{key}", limit=MAX_ROWS)
     if plain.get("progress") not in ("auto", True, False):
         raise ConfigError(f"progress: must be auto, true or false, got {plain.get('progress')!r}")
 
+
+
+def check_seed(plain: dict) -> None:
+    seed = plain.get("seed")
+    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        raise ConfigError(f"seed: must be an integer >= 0 (at most 2**63 - 1), got {seed!r}")
+    if seed > MAX_SEED:
+        raise ConfigError(f"seed: must be at most 2**63 - 1, got {seed}")
+
+
+def int_in(plain: dict, key: str, lo: int, hi: int, allow_none: bool = False):
+    """``plain[key]`` as an integer in [lo, hi] (a ConfigError naming the key otherwise)."""
+    node = _get(plain, key)
+    if node is None and allow_none:
+        return None
+    if not (isinstance(node, int) and not isinstance(node, bool) and lo <= node <= hi):
+        raise ConfigError(f"{key}: must be an integer in [{lo:,}, {hi:,}], got {node!r}")
+    return node
+
+
+def check_check_keys(plain: dict) -> None:
+    """ckam-bench-check's keys (``check.*``)."""
+    n_chains = int_in(plain, "check.n_chains", *CHECK_CHAINS)
+    int_in(plain, "check.n_reference", *CHECK_REFERENCE)
+    alpha = _get(plain, "check.alpha")
+    if not (isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise ConfigError(f"check.alpha: must be a number in (0, 1), got {alpha!r}")
+    times = _get(plain, "check.times")
+    if times is not None:
+        check_times(times, n_chains)
+
+
+def check_times(times, n_chains: int) -> None:
+    """The iteration counts of ckam-bench-check (``check.times``): 1 to 1000 increasing
+    integers >= 1, the chains times the last one at most CHECK_MAX_ITERATIONS."""
+    rule = (f"a list of 1 to {CHECK_MAX_TIMES} increasing integers >= 1, check.n_chains x the "
+            f"last at most {CHECK_MAX_ITERATIONS:.0e}")
+    if not (isinstance(times, list) and 1 <= len(times) <= CHECK_MAX_TIMES and all(
+            isinstance(t, int) and not isinstance(t, bool) for t in times)):
+        raise ConfigError(f"check.times: must be {rule}, got {times!r}")
+    if times[0] < 1 or any(b <= a for a, b in zip(times, times[1:])) \
+            or n_chains * times[-1] > CHECK_MAX_ITERATIONS:
+        raise ConfigError(f"check.times: must be {rule}, got {times!r}")
+
+
+def condense_hydra_error(text: str) -> str:
+    """Hydra's multi-line report of a composition error (unknown key, unknown group option)
+    as one line: its sentences joined, the available options listed inline."""
+    out, options, skip = [], [], False
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("Set the environment variable HYDRA_FULL_ERROR"):
+            continue
+        if line.startswith("Config search path"):
+            skip = True
+            continue
+        if line[:1] in ("\t", " "):
+            if not skip and line.strip().startswith(("full_key:", "object_type")):
+                continue
+            if not skip:
+                options.append(line.strip())
+            continue
+        skip = False
+        out.append(line.strip().rstrip(".:"))
+    message = "; ".join(out) or "the command line could not be parsed"
+    if options:
+        message += " (" + ", ".join(options) + ")"
+    return message
+
+
+def one_line_hydra_errors(app, prog: str, started: list) -> None:
+    """Run the Hydra ``app``; an error Hydra reports before the task starts (``started``
+    still empty: an unknown key, an unknown group option, a malformed override) is printed as
+    one line naming it, exit 2. Once the task runs, its output passes through unchanged."""
+    import contextlib
+    import io
+    import sys
+
+    real = sys.stderr
+
+    class Held(io.TextIOBase):
+        held: list = []
+
+        def write(self, text):
+            if started:
+                self.release()
+                return real.write(text)
+            self.held.append(text)
+            return len(text)
+
+        def release(self):
+            if self.held:
+                real.write("".join(self.held))
+                self.held.clear()
+
+        def flush(self):
+            real.flush()
+
+    held = Held()
+    try:
+        with contextlib.redirect_stderr(held):
+            app()
+    except SystemExit as exc:
+        if not started and exc.code not in (0, None):
+            print(f"{prog}: invalid configuration: {condense_hydra_error(''.join(held.held))}",
+                  file=real)
+            sys.exit(2)
+        held.release()
+        raise
+    held.release()

@@ -72,9 +72,9 @@ def test_bad_settings_are_config_errors(tmp_path):
 def test_build_store_and_look_up_in_cache(tmp_path, monkeypatch):
     target = gauss2d_corr()  # no shipped reference: found in the cache
     ok, why, certificate, arrays = build_reference(
-        target, lambda: gam(2, 2000), chains=4, burn_in=2000, iterations=40_000, max_draws=10_000,
-        stored_draws=500, seed=5, ess_min=2000, sampler_name="gam")
-    assert ok, why
+        target, lambda: gam(2, 2000), chains=4, burn_in=2000, iterations=100_000,
+        max_draws=20_000, stored_draws=500, seed=5, sampler_name="gam")
+    assert ok and certificate["certified"], why
     assert len({tuple(s) for s in certificate["starts"]}) == 4  # independent overdispersed starts
     assert certificate["seeds"]["chain_seeds"] == [[5, c] for c in range(4)]
     assert arrays["samples"].shape == (2000, 2) and arrays["samples"].dtype == np.float32
@@ -82,7 +82,8 @@ def test_build_store_and_look_up_in_cache(tmp_path, monkeypatch):
     assert load_reference(target) is None
     path = store_reference(tmp_path, certificate, arrays)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [path.name, path.with_suffix(".json").name])  # no temporary files left
+        [path.name, path.with_suffix(".json").name, ".ckam-output.json",
+         ".ckam-output.lock"])  # no temporary files left, the store's marker and lock
     ref = load_reference(target)
     assert ref is not None and ref.path == path and ref.reference_id == target.reference_id()
     # moments from every draw agree with the truth within Monte-Carlo error

@@ -275,3 +275,63 @@ def _interrupted_run(out):
     runner.sampler.advance = interrupting
     assert runner.run()["state"] == "interrupted"
     return out / store.RESUME
+
+
+def _children(pid: int) -> set[int]:
+    """Every descendant process of ``pid`` (from /proc)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow  # a joblib sweep killed twice: while its workers start and while they run
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+@pytest.mark.parametrize("when", ["starting", "running"])
+def test_joblib_workers_end_when_the_sweep_is_killed(tmp_path, when):
+    """SIGKILL of a joblib sweep's process: its worker processes end too (ckam_bench/sweeps.py)
+    instead of running on, and idling for minutes, re-parented."""
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckam_bench.cli", "-m", "hydra/launcher=joblib",
+         "hydra.launcher.n_jobs=2", "sampler=rw", "seed=0,1,2,3", "budget.seconds=60",
+         "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    deadline = time.time() + 240
+    while time.time() < deadline:  # until both workers exist (and, for "running", sample)
+        workers = _children(proc.pid)
+        started = len(list(sweep.glob("*/" + store.STATUS))) >= 2 if sweep.exists() else False
+        if len(workers) >= 2 and (when == "starting" or started):
+            break
+        time.sleep(0.2)
+    assert len(workers) >= 2, "the sweep did not start its workers"
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 120
+    while time.time() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.5)
+    left = [p for p in workers if _alive(p)]
+    for pid in left:  # do not leave them running if the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"worker processes {left} outlived the sweep"
+    if when == "running":  # a running job ended as on Ctrl-C: resumable
+        states = {json.loads(p.read_text())["state"] for p in sweep.glob("*/" + store.STATUS)}
+        assert states <= {"interrupted", "running"}, states

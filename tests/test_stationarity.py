@@ -111,10 +111,12 @@ def test_command_writes_verdict_and_figure_and_never_overwrites(tmp_path):
         assert (out / name).exists()
     info = json.loads((out / "check.json").read_text())
     assert info["verdict"] == "pass" and info["n_chains"] == 20
-    before = (out / "verdict.csv").read_bytes()
-    again = _cli(tmp_path, *args)
-    assert again.returncode == 2 and "already holds" in again.stderr
-    assert (out / "verdict.csv").read_bytes() == before
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    again = _cli(tmp_path, *args)  # the same check again: done already, nothing rewritten
+    assert again.returncode == 0 and "already checked" in again.stderr
+    other = _cli(tmp_path, *args, "seed=1")  # another check into this folder: refused
+    assert other.returncode == 2 and "another ckam-bench-check job" in other.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_command_bad_value_exits_2(tmp_path):

@@ -1,6 +1,7 @@
 """Property-based tests of the validation layer: every generated bad value is a ConfigError
 that names its key (never another exception, never an allocation), and from the CLI exit 2
-with nothing created."""
+with nothing created — for every key of ckam-bench, ckam-bench-check, ckam-bench-reference
+and ckam-bench-figures."""
 
 import math
 import os
@@ -109,3 +110,128 @@ def test_cli_exit_2_and_no_folder(tmp_path_factory, key, value):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert list(cwd.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- every key of
+# ckam-bench-check, ckam-bench-reference and ckam-bench-figures (issue 25)
+from ckam_bench import reference  # noqa: E402
+from ckam_bench.report import cli as figures_cli  # noqa: E402
+from ckam_bench.validate import (BLOCK_SECONDS, CHECK_CHAINS, CHECK_REFERENCE,  # noqa: E402
+                                 check_config)
+
+nonfinite = st.sampled_from(["nan", "inf", "-inf", "1e309"])
+non_integer = st.floats(min_value=-1e6, max_value=1e6).filter(lambda f: not float(f).is_integer())
+
+
+def bad_int(lo, hi):
+    """Integers outside [lo, hi], non-integers, non-finite values and words."""
+    return st.one_of(st.integers(max_value=lo - 1), st.integers(min_value=hi + 1, max_value=2**80),
+                     non_integer, nonfinite, words)
+
+
+def bad_number(lo, hi, lo_open=True):
+    below = st.floats(max_value=lo, allow_nan=False, allow_infinity=False)
+    if not lo_open:
+        below = below.filter(lambda f: f < lo)
+    return st.one_of(below, st.floats(min_value=hi, max_value=1e300).filter(lambda f: f > hi),
+                     nonfinite, words)
+
+
+COMPOSED = settings(max_examples=30, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def _compose(name, overrides):
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        return compose(name, overrides=overrides)
+
+
+def _check_named(override: str, key: str) -> None:
+    cfg = _compose("check", ["sampler=rw", "target=gauss2d_corr", override])
+    with pytest.raises(ConfigError) as err:
+        check_config(cfg)
+        raise AssertionError(f"{override} accepted")
+    assert str(err.value).startswith(key), (override, str(err.value))
+
+
+CHECK_KEYS = {"check.n_chains": bad_int(*CHECK_CHAINS),
+              "check.n_reference": bad_int(*CHECK_REFERENCE),
+              "check.alpha": bad_number(0.0, 1.0).filter(lambda v: v != 1.0),
+              "block_seconds": bad_number(*BLOCK_SECONDS).filter(
+                  lambda v: not (isinstance(v, float) and BLOCK_SECONDS[0] <= v <= BLOCK_SECONDS[1])),
+              "seed": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**63),
+                                nonfinite, non_integer, words)}
+
+
+@COMPOSED
+@given(data=st.data(), key=st.sampled_from(sorted(CHECK_KEYS)))
+def test_check_keys_name_their_key(data, key):
+    _check_named(f"{key}={_fmt(data.draw(CHECK_KEYS[key]))}", key)
+
+
+bad_times = st.one_of(
+    st.lists(st.integers(min_value=1, max_value=10**6), min_size=2, max_size=5).filter(
+        lambda t: any(b <= a for a, b in zip(t, t[1:]))),  # not increasing
+    st.lists(st.integers(max_value=0), min_size=1, max_size=3),  # not >= 1
+    st.lists(st.integers(min_value=10**9, max_value=2**70), min_size=1, max_size=1),  # too long
+    st.lists(st.floats(min_value=1.5, max_value=1e20), min_size=1, max_size=3),  # not integers
+    st.lists(nonfinite, min_size=1, max_size=2),
+    st.just([]),
+)
+
+
+@COMPOSED
+@given(times=bad_times)
+def test_check_times_name_their_key(times):
+    text = "[" + ",".join(t if isinstance(t, str) else _fmt(t) for t in times) + "]"
+    _check_named(f"check.times={text}", "check.times")
+
+
+REFERENCE_KEYS = {
+    "chains": bad_int(4, reference.MAX_CHAINS), "burn_in": bad_int(0, reference.MAX_CHAIN_DRAWS),
+    "iterations": bad_int(100, reference.MAX_CHAIN_DRAWS - 100_000),
+    "max_draws": bad_int(100, reference.MAX_HELD), "stored_draws": bad_int(1, reference.MAX_STORED),
+    "seed": bad_int(0, 2**63 - 1), "chain": bad_int(0, 3),
+    "start_spread": bad_number(0.0, reference.MAX_SPREAD),
+    "rhat_max": bad_number(*reference.RHAT_RANGE),
+    "ess_min": bad_number(*reference.ESS_RANGE, lo_open=False),
+}
+
+
+@COMPOSED
+@given(data=st.data(), key=st.sampled_from(sorted(REFERENCE_KEYS)))
+def test_reference_keys_name_their_key(data, key):
+    value = data.draw(REFERENCE_KEYS[key])
+    cfg = _compose("reference", ["target=gauss2d_corr", f"{key}={_fmt(value)}"])
+    with pytest.raises(ConfigError) as err:
+        reference.validate_config(cfg)
+        raise AssertionError(f"{key}={value} accepted")
+    assert str(err.value).startswith(key), (key, value, str(err.value))
+
+
+FIGURES_OPTIONS = {
+    "--figures": st.one_of(words.filter(lambda w: w not in ("all", "none")),
+                           st.integers(min_value=15, max_value=10**6).map(str),
+                           st.integers(max_value=0).map(str)),
+    "--generic": words.filter(lambda w: w not in ("all", "none", "metrics", "marginals",
+                                                  "pairs", "diagnostics")),
+    "--x": words.filter(lambda w: w not in figures_cli.X_CHOICES),
+    "--band": st.one_of(words, st.tuples(st.floats(min_value=-1e6, max_value=1e6),
+                                         st.floats(min_value=-1e6, max_value=1e6)).filter(
+        lambda b: not 0 <= b[0] < b[1] <= 100).map(lambda b: f"{b[0]!r},{b[1]!r}")),
+    "--formats": words.filter(lambda w: w not in figures_cli.FORMATS),
+}
+
+
+@SETTINGS
+@given(data=st.data(), option=st.sampled_from(sorted(FIGURES_OPTIONS)))
+def test_figures_options_name_their_key(data, option):
+    import contextlib
+    import io
+
+    value = data.draw(FIGURES_OPTIONS[option])
+    buffer = io.StringIO()
+    with pytest.raises(SystemExit) as exc, contextlib.redirect_stderr(buffer):
+        figures_cli.parser().parse_args(["runs", "--out", "out", option, value])
+    err = buffer.getvalue()
+    assert exc.value.code == 2 and option in err.splitlines()[-1], err

@@ -291,6 +291,9 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
     if not isinstance(status, dict) or not {"state", "target", "sampler"} <= set(status):
         return Skipped(folder, "status.json is not a ckam-bench run status "
                                "(needs state, target, sampler)")
+    problem = store.status_problem(status)
+    if problem:
+        return Skipped(folder, problem)
     if targets is not None and status["target"] not in targets:
         return None
     target = str(status["target"])
@@ -312,6 +315,12 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
         return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}", target)
     notes = []
     config, choices = _load_hydra(folder, notes)
+    unusable = [n for n in notes if n.reason.startswith(".hydra/config.yaml")]
+    if unusable:
+        return Skipped(folder, unusable[0].reason, target)
+    problem = store.identity_problem(folder, status, config)
+    if problem:
+        return Skipped(folder, problem, target)
     flags = {}
     for name, attr in ((store.SAMPLES, "has_samples"), (store.DIAGNOSTICS, "has_diagnostics")):
         path = folder / name
@@ -338,17 +347,21 @@ def _load_hydra(folder: Path, notes: list) -> tuple[dict | None, dict]:
     if cfg_file.exists():
         try:
             cfg = OmegaConf.load(cfg_file)
+            if not OmegaConf.is_dict(cfg):
+                raise ValueError(f"not a mapping but a {type(cfg).__name__}")
             try:
                 config = OmegaConf.to_container(cfg, resolve=True)
             except OmegaConfBaseException:  # resolve what can be, key by key
                 config = {key: _resolved(cfg, key) for key in cfg}
         except Exception as exc:  # YAML errors have several types
             notes.append(Skipped(folder, f".hydra/config.yaml unreadable ({_first_line(exc)}): "
-                                         "run used without its config"))
+                                         "the run cannot be identified"))
     hydra_file = folder / ".hydra" / "hydra.yaml"
     if hydra_file.exists():
         try:
             node = OmegaConf.to_container(OmegaConf.load(hydra_file), resolve=False)
+            if not isinstance(node, dict):
+                raise ValueError(f"not a mapping but a {type(node).__name__}")
             choices = dict(((node.get("hydra") or {}).get("runtime") or {}).get("choices") or {})
         except Exception as exc:  # YAML errors have several types
             notes.append(Skipped(folder, f".hydra/hydra.yaml unreadable ({_first_line(exc)})"))

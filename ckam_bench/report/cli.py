@@ -23,8 +23,13 @@ Other modules add figures or tables with one line each (no other change here)::
 A figure source raises :class:`~ckam_bench.report.figures.NotSupported` (one-line reason)
 when the runs cannot support it.
 
+Everything is drawn into a private staging folder inside OUT_DIR and published at once through
+:mod:`ckam_bench.outputs`: OUT_DIR must be new, empty or an earlier report of the same
+RESULTS_DIR, and a file in it is replaced only when this command wrote it (and it is
+unchanged); a failure (a full disk) leaves OUT_DIR as it was.
+
 Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run under
-RESULTS_DIR; 2 bad arguments.
+RESULTS_DIR, or OUT_DIR cannot be written; 2 bad arguments or a refused OUT_DIR.
 """
 
 from __future__ import annotations
@@ -32,16 +37,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ckam_bench.outputs import OutputFolder
 from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, paper_kamh,
                                ranking, tables)
 from ckam_bench.report.aggregate import Results, load_results
+from ckam_bench.rundir import FolderRefused
 
+COMMAND = "ckam-bench-figures"
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")
 FORMATS = ("png", "pdf", "svg")
 
@@ -166,7 +173,29 @@ def build_report(results: Results, out: Path, settings: figures.Settings = figur
     :data:`FIGURE_SOURCES` and :data:`TABLE_SOURCES` is used. ``log`` gets one line per
     figure, table and note. A figure that fails is noted, never fatal.
     """
-    out = Path(out)
+    folder = out if isinstance(out, OutputFolder) else OutputFolder.inspect(
+        out, COMMAND, results_identity(results))
+    final = folder.path
+    out = folder.staging()  # everything is drawn here, then published at once
+    try:
+        report = _render(results, out, settings, paper, kinds, formats,
+                         lambda line: log(line.replace(str(out), str(final))))
+        folder.publish(last=("report.md", "report.html"))
+    except BaseException:
+        folder.discard()
+        raise
+    report.rendered = [replace(fig, paths=[final / Path(p).relative_to(out) for p in fig.paths])
+                       for fig in report.rendered]  # the published paths
+    report.markdown, report.html = final / "report.md", final / "report.html"
+    return report
+
+
+def results_identity(results: Results) -> str:
+    """The identity of a report folder: the results folder it reports on."""
+    return str(Path(results.root).resolve())
+
+
+def _render(results, out, settings, paper, kinds, formats, log) -> Report:
     formats = tuple(dict.fromkeys(("png", *formats)))
     report = Report(results)
 
@@ -218,27 +247,22 @@ def build_report(results: Results, out: Path, settings: figures.Settings = figur
     return report
 
 
-def _unwritable(out: Path) -> str | None:
-    """Why figures cannot be written into ``out`` (None when they can); checked before any
-    figure is drawn, so a read-only folder is one line, not a traceback after the work."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".ckam-write-test-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not args.results.is_dir():
         print(f"ckam-bench-figures: {args.results} is not a folder", file=sys.stderr)
         return 2
-    problem = _unwritable(args.out)
-    if problem:
-        print(f"ckam-bench-figures: cannot write to {args.out}: {problem}", file=sys.stderr)
+    try:  # a folder that is not this report's is refused before any work
+        folder = OutputFolder.inspect(args.out, COMMAND, str(args.results.resolve()))
+    except (FolderRefused, OSError) as exc:
+        print(f"ckam-bench-figures: refused: --out: {exc}", file=sys.stderr)
+        return 2
+    try:
+        folder.open()
+    except OSError as exc:
+        folder.discard()
+        print(f"ckam-bench-figures: cannot write to {args.out}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 1
     results = load_results(args.results, include_incomplete=args.include_incomplete,
                            targets=args.targets)
@@ -249,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         found = f" ({len(results.skipped)} skipped, see above)" if results.skipped else ""
         print(f"ckam-bench-figures: no usable runs{which} under {args.results}{found}",
               file=sys.stderr)
+        folder.discard()
         return 1
     print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration groups "
           f"from {args.results}")
@@ -256,8 +281,17 @@ def main(argv: list[str] | None = None) -> int:
         for name, note in run.flags.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
     settings = figures.Settings(x=args.x, band=args.band)
-    report = build_report(results, args.out, settings, args.figures, args.generic,
-                          args.formats)
+    try:
+        report = build_report(results, folder, settings, args.figures, args.generic,
+                              args.formats)
+    except FolderRefused as exc:
+        print(f"ckam-bench-figures: refused: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a full disk: the staged files are gone, OUT unchanged
+        folder.discard()
+        print(f"ckam-bench-figures: cannot write to {args.out}: {exc.strerror or exc}; "
+              "nothing in it was changed", file=sys.stderr)
+        return 1
     print(f"report: {report.markdown}")
     print(f"html report: {report.html}")
     return 0

@@ -1,0 +1,96 @@
+"""Sweep jobs in worker processes end when their sweep's process dies.
+
+Hydra's joblib launcher (``hydra/launcher=joblib``, hydra-joblib-launcher on joblib's loky
+backend) runs the jobs of a sweep in worker processes of the ``ckam-bench -m …`` process.
+loky stops its workers when the executor shuts down, and an idle worker after
+``idle_worker_timeout`` (300 s); but when the sweep's process is killed with SIGKILL it shuts
+nothing down: its workers are re-parented and go on — running their job to its end, then idle
+for minutes, a job queued in advance even starts.
+
+:class:`ParentWatch`, a Hydra callback registered in ``conf/base.yaml`` and
+``conf/reference.yaml``, starts one watchdog thread (:func:`watch_parent`) in every worker:
+when a joblib sweep starts it registers joblib's ``loky`` backend (the one the launcher
+hard-codes) with an ``initializer``, so loky's workers run :func:`_worker_start` first thing
+and a worker still starting when the sweep dies ends too; a job that starts in a
+direct child of the sweep's process of another pool starts it as well. The watchdog polls ``os.getppid()`` every
+second: once it is no longer the sweep's process (which died, maybe while the worker was still
+starting: the worker was re-parented), it sends the worker SIGTERM —
+a running job ends as it does on Ctrl-C, with a final checkpoint (state ``interrupted``,
+resumable by running the same sweep again) — and ends the process ``GRACE`` seconds later
+whatever it is doing. Jobs of the basic launcher run in the sweep's own process and are not
+watched; neither is a single run. A thread that polls is used rather than Linux's
+``PR_SET_PDEATHSIG``, which fires when the *thread* that spawned the worker ends (loky spawns
+from a management thread), not only when the process dies, and which other systems lack.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import threading
+import time
+
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
+
+SWEEP_PID_ENV = "CKAM_BENCH_SWEEP_PID"
+POLL = 1.0
+GRACE = 60.0  # seconds for a final checkpoint after SIGTERM
+_WATCHING: list = []
+
+
+def watch_parent(parent: int, poll: float = POLL, grace: float = GRACE) -> threading.Thread:
+    """Start (once per process) a daemon thread that ends this process once its parent is no
+    longer the process ``parent`` (it died, maybe before this job started): SIGTERM first,
+    then ``os._exit(1)`` after ``grace`` seconds."""
+    if _WATCHING:
+        return _WATCHING[0]
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="ckam-parent-watch", daemon=True)
+    thread.start()
+    _WATCHING.append(thread)
+    return thread
+
+
+def _worker_start(sweep_pid: int) -> None:
+    """loky's initializer of each worker of a joblib sweep: watch the sweep's process."""
+    watch_parent(sweep_pid)
+
+
+class ParentWatch(Callback):
+    """Hydra callback: jobs of a sweep that run in worker processes end with the sweep."""
+
+    def __init__(self):
+        self._loky = None
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        os.environ[SWEEP_PID_ENV] = str(os.getpid())
+        target = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
+        if target.endswith("JoblibLauncher"):
+            # the launcher asks joblib for backend="loky": its workers run _worker_start first
+            from joblib import parallel, register_parallel_backend
+
+            self._loky = parallel.BACKENDS["loky"]
+            register_parallel_backend("loky", functools.partial(
+                self._loky, initializer=_worker_start, initargs=(os.getpid(),)))
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        if self._loky is not None:
+            from joblib import register_parallel_backend
+
+            register_parallel_backend("loky", self._loky)
+            self._loky = None
+
+    def on_job_start(self, config, **kwargs) -> None:
+        sweep = os.environ.get(SWEEP_PID_ENV)  # a worker of another pool (e.g. backend=...)
+        if sweep and sweep.isdigit() and int(sweep) != os.getpid() \
+                and os.getppid() == int(sweep):
+            watch_parent(int(sweep))
