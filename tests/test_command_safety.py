@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
 
-from ckam_bench import outputs, reference
+from ckam_bench import reference
 from ckam_bench.reference import ChainFileError
 from ckam_bench.report import cli as figures_cli
 from ckam_bench.targets.gaussians import gauss2d_corr
