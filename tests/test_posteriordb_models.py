@@ -30,9 +30,8 @@ pm = pytest.importorskip("pymc")
 import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from pymc.pytensorf import join_nonshared_inputs  # noqa: E402
-from pytensor.graph.replace import vectorize_graph  # noqa: E402
 
-from ckam_bench.posteriordb import SUITE, load_reference  # noqa: E402
+from ckam_bench.posteriordb import SUITE, load_data, load_reference  # noqa: E402
 from ckam_bench.posteriordb import models  # noqa: E402
 
 NAMES = sorted(SUITE)
@@ -41,24 +40,27 @@ ALPHA = 1e-3  # family-wise error rate of each identity check
 
 
 def _logp_dlogp(model):
-    """Batched (logp, dlogp) of the model on rows of unconstrained vectors."""
+    """(logp, dlogp) of the model at each row of an array of unconstrained vectors (a loop over
+    one compiled point function: compiling a vectorised graph costs more than it saves)."""
     (logp, dlogp), x = join_nonshared_inputs(model.initial_point(),
                                              [model.logp(jacobian=True), model.dlogp(jacobian=True)],
                                              model.value_vars)
-    rows = pt.matrix("rows")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # PyTensor's "could not link to BLAS"
         point = pytensor.function([x], [logp, dlogp])
-        batch = pytensor.function([rows], vectorize_graph([logp, dlogp], replace={x: rows}))
-    return point, batch
+
+    def rows(u):
+        values = [point(row) for row in u]
+        return np.array([v[0] for v in values]), np.array([v[1] for v in values])
+
+    return rows
 
 
 @functools.lru_cache(maxsize=None)
 def _case(name):
     model = getattr(models, SUITE[name].function)()
     _, u = models.unconstrained_reference(name, model)
-    point, batch = _logp_dlogp(model)
-    return model, u, point, batch
+    return model, u, _logp_dlogp(model)
 
 
 def _z_max(samples: np.ndarray, target: np.ndarray) -> tuple[float, float]:
@@ -81,7 +83,7 @@ def _identities(u: np.ndarray, grad: np.ndarray) -> dict[str, tuple[float, float
 
 
 def _check(name: str, n_draws: int | None):
-    model, u, _, batch = _case(name)
+    model, u, batch = _case(name)
     u = u[:n_draws]
     logp, grad = batch(u)
     assert np.isfinite(logp).all() and np.isfinite(grad).all()
@@ -115,16 +117,32 @@ def test_score_and_stein_identities_on_all_reference_draws(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_gradient_matches_finite_differences(name):
-    _, u, point, _ = _case(name)
-    h = 1e-6
+    _, u, batch = _case(name)
     for row in u[[0, 500, 999]]:
-        _, grad = point(row)
-        fd = np.empty_like(grad)
-        for j in range(len(row)):
-            step = np.zeros_like(row)
-            step[j] = h * max(1.0, abs(row[j]))
-            fd[j] = (point(row + step)[0] - point(row - step)[0]) / (2 * step[j])
-        np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-4, err_msg=name)
+        d = len(row)
+        steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
+        logp, _ = batch(np.vstack([row + steps, row - steps]))
+        fd = (logp[:d] - logp[d:]) / (2 * np.diag(steps))
+        np.testing.assert_allclose(batch(row[None])[1][0], fd, rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_garch_variance_recursion_is_stans_loop():
+    """The doubling solution of the GARCH variance recursion against Stan's loop, written out."""
+    d = load_data("garch")
+    y = d["y"]
+    loglik = models.garch11().compile_logp(jacobian=False)  # pm.Uniform's -log(1 - alpha1) and
+    rng = np.random.default_rng(1)                           # the potential cancel: likelihood only
+    for _ in range(3):
+        mu, alpha0, alpha1 = 5 + 0.1 * rng.normal(), rng.uniform(0.5, 2.0), rng.uniform(0.0, 0.6)
+        beta1 = rng.uniform(0.0, 1.0 - alpha1)
+        sigma = np.empty(len(y))
+        sigma[0] = d["sigma1"]
+        for t in range(1, len(y)):
+            sigma[t] = np.sqrt(alpha0 + alpha1 * (y[t - 1] - mu) ** 2 + beta1 * sigma[t - 1] ** 2)
+        point = {"mu": mu, "alpha0_log__": np.log(alpha0),
+                 "alpha1_interval__": np.log(alpha1 / (1 - alpha1)),
+                 "beta1_interval__": np.log(beta1 / (1 - alpha1 - beta1))}
+        assert loglik(point) == pytest.approx(norm.logpdf(y, mu, sigma).sum(), rel=1e-12)
 
 
 def _tilt_eight_schools_prior(model):
@@ -138,16 +156,9 @@ def _tilt_garch_uniform(model):
     return -pt.log1p(-model["alpha1"])
 
 
-def _tilt_gp_variance(model):
-    """Nothing but the prior of sigma changed from normal(0, 1) to normal(0, 2)."""
-    sigma = model["sigma"]
-    return pm.logp(pm.HalfNormal.dist(2.0), sigma) - pm.logp(pm.HalfNormal.dist(1.0), sigma)
-
-
 @pytest.mark.parametrize("name, tilt", [
     ("eight_schools-eight_schools_centered", _tilt_eight_schools_prior),
     ("garch-garch11", _tilt_garch_uniform),
-    ("gp_pois_regr-gp_regr", _tilt_gp_variance),
 ])
 def test_identities_detect_a_wrong_model(name, tilt):
     """A translation slip (another prior scale, PyMC's normalised uniform for Stan's flat
@@ -155,8 +166,6 @@ def test_identities_detect_a_wrong_model(name, tilt):
     model = getattr(models, SUITE[name].function)()
     with model:
         pm.Potential("slip", tilt(model))
-    _, u = models.unconstrained_reference(name, model)
-    _, batch = _logp_dlogp(model)
-    u = u[:FAST_DRAWS]
-    checks = _identities(u, batch(u)[1])
+    u = models.unconstrained_reference(name, model)[1][:FAST_DRAWS]
+    checks = _identities(u, _logp_dlogp(model)(u)[1])
     assert any(z > 2 * crit for z, crit in checks.values()), checks

@@ -120,27 +120,27 @@ def garch11() -> pm.Model:
     ``sigma[t]^2 = alpha0 + alpha1 (y[t-1] - mu)^2 + beta1 sigma[t-1]^2``; ``y ~ normal(mu, sigma)``.
 
     Stan's beta1 is flat on (0, 1 - alpha1): ``pm.Uniform`` adds its normalisation
-    -log(1 - alpha1), which the potential ``beta1_flat`` cancels. The variance recursion is
-    unrolled into a lower-triangular filter, v = B c with B[t, s] = beta1^(t - s), so the graph
-    has no loop: v_t = beta1^(t-1) sigma1^2 + sum_{s=2..t} beta1^(t-s) (alpha0 + alpha1 e_{s-1}),
-    e_s = (y[s] - mu)^2.
+    -log(1 - alpha1), which the potential ``beta1_flat`` cancels. The variance recursion
+    v_t = c_t + beta1 v_{t-1} (v = sigma^2, c_1 = sigma1^2, c_t = alpha0 + alpha1 (y[t-1] - mu)^2)
+    is solved by recursive doubling, so the graph has no loop and no T x T matrix: starting from
+    v = c, the step k = 1, 2, 4, ... adds beta1^k v_{t-k}, after which
+    v_t = sum_{j < 2k} beta1^j c_{t-j}; once 2k >= T this is the recursion's solution.
     """
     d = load_data("garch")
     y = d["y"]
     T = len(y)
-    lag = np.subtract.outer(np.arange(T), np.arange(T))  # t - s
-    below = lag >= 0
-    lag = np.where(below, lag, 0)
     with pm.Model() as model:
         mu = pm.Flat("mu")
         alpha0 = pm.HalfFlat("alpha0")
         alpha1 = pm.Uniform("alpha1", 0.0, 1.0)
         beta1 = pm.Uniform("beta1", 0.0, 1.0 - alpha1)
         pm.Potential("beta1_flat", pt.log1p(-alpha1))
-        shocks = alpha0 + alpha1 * (y[:-1] - mu) ** 2  # innovation of v_t, t = 2..T
-        c = pt.concatenate([pt.as_tensor([float(d["sigma1"]) ** 2]), shocks])
-        filt = (beta1 ** np.arange(T))[lag] * below  # B[t, s] = beta1^(t - s), s <= t
-        pm.Normal("y", mu, pt.sqrt(pt.dot(filt, c)), observed=y)
+        v = pt.concatenate([pt.as_tensor([float(d["sigma1"]) ** 2]), alpha0 + alpha1 * (y[:-1] - mu) ** 2])
+        k = 1
+        while k < T:
+            v = pt.concatenate([v[:k], v[k:] + beta1**k * v[:-k]])
+            k *= 2
+        pm.Normal("y", mu, pt.sqrt(v), observed=y)
     return model
 
 
