@@ -169,3 +169,21 @@ def test_identities_detect_a_wrong_model(name, tilt):
     u = models.unconstrained_reference(name, model)[1][:FAST_DRAWS]
     checks = _identities(u, _logp_dlogp(model)(u)[1])
     assert any(z > 2 * crit for z, crit in checks.values()), checks
+
+
+def test_harness_reference_is_readable_and_certified(tmp_path):
+    """posteriordb's draws stored in ckam_bench.reference's format read back with the moments
+    of the unconstrained draws and posteriordb's R-hat < 1.01 on every coordinate."""
+    from types import SimpleNamespace
+
+    from ckam_bench.reference import read_reference, store_reference
+
+    name = "eight_schools-eight_schools_noncentered"
+    _, u = models.unconstrained_reference(name)
+    target = SimpleNamespace(dim=u.shape[1], reference_id=lambda: "pymc_models_test-0123456789",
+                             describe=lambda: {"name": "pymc_models_test"})
+    certificate, arrays = models.harness_reference(name, target)
+    reference = read_reference(store_reference(tmp_path, certificate, arrays), dim=u.shape[1])
+    np.testing.assert_allclose(reference.mean, u.mean(axis=0))
+    np.testing.assert_allclose(reference.variance, u.var(axis=0))
+    assert reference.samples.shape == (10_000, 10) and certificate["diagnostics"]["rhat_max"] < 1.01
