@@ -107,6 +107,7 @@ def reference_columns(reference_name: str) -> dict[str, np.ndarray]:
             out[var] = flat[:, entries[0][1]]
         else:
             entries.sort()
-            assert [i for i, _ in entries] == list(range(1, len(entries) + 1)), var
+            if [i for i, _ in entries] != list(range(1, len(entries) + 1)):
+                raise ValueError(f"{reference_name}: the columns of {var} are not {var}[1..n]")
             out[var] = flat[:, [c for _, c in entries]]
     return out
