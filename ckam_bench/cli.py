@@ -37,12 +37,12 @@ from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ckam_bench import discovery, jit, provenance, rundir
+from ckam_bench import entry, jit, overrides, provenance, rundir
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
-from ckam_bench.targets.base import CapabilityError
+from ckam_bench.targets.base import CapabilityError, check_target
 from ckam_bench.validate import ConfigError, check_config, resolved
 
 # Keys that do not change what a run computes (left out of the config hash).
@@ -80,11 +80,39 @@ def _build(cfg: DictConfig, key: str, path: str | None = None, **kwargs):
         raise ConfigError(message) from exc
 
 
+def complete_target_dim(cfg: DictConfig) -> None:
+    """A target's YAML need not state its dimension: when ``target.dim`` is missing and the
+    config refers to it (a sampler's default step size ``2.38/sqrt(d)``), the target is built
+    once to read its ``dim`` and every interpolation of the config is resolved with it, in
+    place (the stored config shows the values the run used; the target node stays as
+    written)."""
+    if "dim" in cfg.target or "target.dim}" not in OmegaConf.to_yaml(cfg, resolve=False):
+        return
+    dim = int(_build(cfg, "target").dim)
+    with open_dict(cfg):
+        cfg.target.dim = dim
+        try:
+            OmegaConf.resolve(cfg)
+        finally:
+            del cfg.target["dim"]
+
+
+def _checked_target(cfg: DictConfig, label: str):
+    """Build ``cfg.target`` and check it against the target contract (a ConfigError naming the
+    target and the member that is missing or malformed)."""
+    target = _build(cfg, "target")
+    try:
+        check_target(target, label)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return target
+
+
 def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     """Build every object of a run from its config; raise ConfigError on bad input. Writes
     nothing: the run folder is claimed afterwards (:mod:`ckam_bench.rundir`)."""
     check_config(cfg)
-    target = _build(cfg, "target")
+    target = _checked_target(cfg, labels["target"])
     sampler = _build(cfg, "sampler")
     skip, why = sampler.skip(target)
     if skip:
@@ -119,7 +147,8 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         raise ConfigError(f"start: {exc}") from exc
     target.reset_counters()
     kernel = getattr(sampler, "kernel", None)
-    labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none"}
+    labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none",
+              "target": getattr(target, "label", labels["target"])}  # a PyMC model: its name
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,
@@ -151,12 +180,17 @@ def _summary(status: dict, out_dir: str, latest: dict) -> str:
     t = status["totals"]
     rate = t["iterations"] / t["sampler_seconds"] if t["sampler_seconds"] else float("nan")
     kl = f", KL {latest['kl']:.4g}" if "kl" in latest else ""
-    return (f"{status['state']} ({status['reason']}): {status['sampler']} on {status['target']}, "
+    flagged = "".join(f"\n  FLAGGED {name}: {note}" for name, note in
+                      (status.get("flag_notes") or {}).items())
+    return (f"{status['state']} ({status['reason']})"
+            + (f" FLAGGED {', '.join(status['flags'])}" if status.get("flags") else "")
+            + f": {status['sampler']} on {status['target']}, "
             f"{t['iterations']} iterations in {t['sampler_seconds']:.2f} s of sampler time "
             f"({rate:,.0f} it/s){kl} -> {out_dir}"
             + (f"\n  note: the sampler got {status['cpu_share']:.0%} of a core while its clock "
                "ran (another process competed for the CPU); budget.clock=cpu measures CPU time"
-               if status.get("contended") else ""))
+               if status.get("contended") else "")
+            + flagged)
 
 
 _COMPOSED = False  # set once Hydra has composed the config (see main)
@@ -295,6 +329,7 @@ def _app(cfg: DictConfig) -> None:
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     try:
+        complete_target_dim(cfg)
         check_config(cfg)  # before the labels read any value
         runner = build(cfg, _labels(cfg), out_dir)
         _check_unused_choices(runner, hc)
@@ -336,14 +371,7 @@ def main() -> None:
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
     argv = sys.argv[1:]
-    if argv[:1] == ["list"]:
-        discovery.print_list()
-        return
-    if argv[:1] in (["--help"], ["-h"]):
-        discovery.print_help()
-        return
-    if argv[:1] == ["--version"]:
-        discovery.print_version()
+    if entry.answer_without_harness(argv):
         return
     for flag in ("--cfg", "-c"):
         if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:
@@ -355,6 +383,10 @@ def main() -> None:
                 print(f"ckam-bench: invalid configuration: {exc}".splitlines()[0], file=sys.stderr)
                 sys.exit(2)
             return
+    mistake = overrides.problem(argv)
+    if mistake:
+        print(f"ckam-bench: invalid configuration: {mistake}", file=sys.stderr)
+        sys.exit(2)
     try:
         _app()
     except SystemExit as exc:

@@ -9,6 +9,9 @@
   burn-in") in iterations, from the run's budget and a stated throughput (KAM's paper presets).
 * ``${ckam_uid:}`` — a short random token, resolved once per run and copied to sweep jobs by
   Hydra's resolver cache, so output folders never collide even when started in the same second.
+* ``${pymc_dim:spec}`` — the number of unconstrained coordinates of a PyMC model
+  (``conf/target/pymc.yaml``; :func:`ckam_bench.targets.pymc.model_dim`). A model that cannot
+  be loaded is a :class:`~ckam_bench.validate.ConfigError` naming ``target.model``.
 * ``${ckam_plugins:}`` — ``hydra.searchpath`` entries of the installed plugins
   (:mod:`ckam_bench.plugins`).
 """
@@ -36,6 +39,19 @@ def _uid() -> str:
     return secrets.token_hex(4)
 
 
+def pymc_dim(spec) -> int:
+    from ckam_bench.targets.pymc import ModelError, model_dim
+    from ckam_bench.validate import ConfigError
+
+    if spec is None:
+        raise ConfigError("target.model: must be set: target.model=PACKAGE.MODULE:FUNCTION or "
+                          "target.model=path/to/file.py:FUNCTION")
+    try:
+        return model_dim(spec)
+    except ModelError as exc:
+        raise ConfigError(f"target.{exc}") from None
+
+
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("optimal_scale"):
         OmegaConf.register_new_resolver("optimal_scale", optimal_scale)
@@ -45,6 +61,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("iterations", iterations)
     if not OmegaConf.has_resolver("ckam_uid"):
         OmegaConf.register_new_resolver("ckam_uid", _uid, use_cache=True)
+    if not OmegaConf.has_resolver("pymc_dim"):
+        OmegaConf.register_new_resolver("pymc_dim", pymc_dim)
     if not OmegaConf.has_resolver("ckam_plugins"):
         from ckam_bench.plugins import search_path
 

@@ -15,11 +15,12 @@ import inspect
 import re
 import sys
 
-import numpy as np
+
 
 import ckam_bench
 
-GROUPS = ("sampler", "target", "kernel", "schedule", "experiment")
+GROUPS = ("sampler", "target", "kernel", "schedule", "experiment", "budget", "checkpoint",
+          "metrics")
 
 HELP = """\
 ckam-bench {version} — budgeted benchmarks of adaptive MCMC samplers
@@ -27,8 +28,8 @@ ckam-bench {version} — budgeted benchmarks of adaptive MCMC samplers
 Usage
   ckam-bench [GROUP=OPTION ...] [KEY=VALUE ...]      one run (Hydra overrides)
   ckam-bench -m GROUP=A,B KEY=1,2 ...                 a sweep (every combination)
-  ckam-bench list                                     samplers, targets, kernels, schedules,
-                                                      experiments, with what they can do
+  ckam-bench list [GROUP ...]                         every option of every config group
+                                                      (or of the named ones), with what it can do
   ckam-bench --cfg job [overrides]                    print the composed run config
   ckam-bench --version | --help | --hydra-help
 
@@ -71,16 +72,21 @@ def _first_line(text: str | None) -> str:
     return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
 
 
-def _yaml_comment(group: str, name: str) -> str:
-    """The leading comment of a shipped or plugin YAML (the config's own description)."""
+def _yaml_comment(group: str, name: str, sources=()) -> str:
+    """The leading comment of a shipped, plugin or search-path YAML (the config's own
+    description); ``sources``: the config repository's sources, in search-path order."""
     from importlib import resources
+    from pathlib import Path
 
     from ckam_bench.plugins import config_modules
 
+    places = [("pkg", m) for m in ("ckam_bench.conf", *config_modules())]
+    places += [(s.scheme(), s.path) for s in sources if s.scheme() == "file"]
     text = None
-    for module in ("ckam_bench.conf", *config_modules()):  # the search path's order
+    for scheme, where in places:
         try:
-            text = (resources.files(module) / group / f"{name}.yaml").read_text()
+            base = resources.files(where) if scheme == "pkg" else Path(where)
+            text = (base / group / f"{name}.yaml").read_text()
             break
         except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError):
             continue
@@ -112,6 +118,8 @@ def _flat_targets():
     """Two one-dimensional standard normals: one without a gradient (samplers that need one
     decline it) and one with a gradient and a Hessian (only samplers made for specific targets
     decline it)."""
+    import numpy as np
+
     from ckam_bench.targets.base import Target
 
     class Flat(Target):
@@ -132,10 +140,10 @@ def _flat_targets():
     return Flat(1), Smooth(1)
 
 
-def _target_caps(cfg) -> str:
+def _target_caps(node) -> str:
     from hydra.utils import instantiate
 
-    t = instantiate(cfg.target)
+    t = instantiate(node)
     caps = [f"d={t.dim}", "gradient" if t.has_gradient else "no gradient"]
     if t.has_exact_sampler:
         caps.append("exact draws")
@@ -163,23 +171,33 @@ def _sampler_caps(cfg) -> str:
     return ", ".join(caps)
 
 
-def entries(group: str) -> list[tuple[str, str, str]]:
-    """(option, description, capabilities) for every option of a config group."""
+def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
+    """(option, description, capabilities) for every option of a config group; ``overrides``
+    may carry ``hydra.searchpath=[...]`` (options found there are listed too)."""
     from hydra import compose
     from hydra.core.global_hydra import GlobalHydra
 
     loader = GlobalHydra.instance().config_loader()
     rows = []
+    # The repository with the command line's search path (target configs have no defaults
+    # list: they are read from it, not composed).
+    _, repo = loader._parse_overrides_and_create_caching_repo("config", list(overrides))
     # config_name: the primary config's hydra.searchpath (installed plugins) is searched too.
-    for name in loader.get_group_options(group, config_name="config"):
-        desc, caps = _yaml_comment(group, name), ""
+    searchpath = [o for o in overrides if o.startswith("hydra.searchpath=")]
+    for name in loader.get_group_options(group, config_name="config", overrides=searchpath):
+        desc, caps = _yaml_comment(group, name, repo.get_sources()), ""
         try:
-            if group in ("sampler", "target"):
-                cfg = compose("config", overrides=[f"{group}={name}"])
+            if group == "target":
+                node = repo.load_config(f"target/{name}").config
+                node.pop("defaults", None)
+                desc = desc or _describe(node)
+                caps = _target_caps(node)
+            elif group == "sampler":
+                cfg = compose("config", overrides=[f"{group}={name}", *searchpath])
                 desc = desc or _describe(cfg[group])
-                caps = (_target_caps if group == "target" else _sampler_caps)(cfg)
+                caps = _sampler_caps(cfg)
             elif group == "kernel":
-                cfg = compose("config", overrides=["sampler=kam", f"kernel={name}"])
+                cfg = compose("config", overrides=["sampler=kam", f"kernel={name}", *searchpath])
                 desc = desc or _describe(cfg.kernel)
         except Exception as exc:  # show the problem in its row, go on with the others
             caps = f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
@@ -187,19 +205,38 @@ def entries(group: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def print_list(groups=GROUPS, out=sys.stdout) -> None:
+def print_list(groups=GROUPS, out=sys.stdout, overrides=()) -> None:
     import warnings
 
     from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        GlobalHydra.instance().clear()
         with initialize_config_module("ckam_bench.conf", version_base="1.3"):
             for group in groups:
-                rows = entries(group)
+                rows = entries(group, overrides)
                 print(f"{group} ({len(rows)})", file=out)
                 width = max((len(r[0]) for r in rows), default=0)
                 for name, desc, caps in rows:
                     tail = f"  [{caps}]" if caps else ""
                     print(f"  {name:<{width}}  {desc}{tail}", file=out)
                 print(file=out)
+
+
+def list_command(args: list[str]) -> int:
+    """``ckam-bench list [GROUP ...] [hydra.searchpath=[...]]``: 0, or 2 for an unknown group."""
+    overrides = [a for a in args if "=" in a]
+    groups = [a for a in args if "=" not in a] or list(GROUPS)
+    for group in groups:
+        if group not in GROUPS:
+            import difflib
+
+            close = difflib.get_close_matches(group, GROUPS, n=1)
+            hint = f" — did you mean '{close[0]}'?" if close else ""
+            print(f"ckam-bench: unknown config group '{group}'{hint} "
+                  f"(groups: {', '.join(GROUPS)})", file=sys.stderr)
+            return 2
+    print_list(groups, overrides=overrides)
+    return 0

@@ -28,6 +28,11 @@ set of parameter values (:func:`bind_density`; ~0.2 s for the C copy, and ~0.1 s
 jitted function when Python code calls it). Samplers compile in ``warm_up``, before the
 sampler clock starts; a kernel called without a warm-up compiles at its first call.
 
+Which loop ran: every call of a compiled kernel (:class:`Kernel`) adds one to
+:data:`KERNEL_CALLS` (:func:`ran_compiled`; samplers whose compiled loops are not a
+:class:`Kernel` call it themselves), so the runner can tell, per block, whether a compiled loop
+ran and record it in ``status.json`` (``provenance.loops``: compiled, python or mixed).
+
 numba's disk cache only notices changes to the file that defines a cached function: after
 editing a helper of this module, delete the ``__pycache__/*.nbi`` and ``*.nbc`` files of the
 sampler modules (or touch those modules).
@@ -47,7 +52,7 @@ try:
 except ImportError:  # numba is optional: every sampler falls back to its Python loop
     numba = None
 
-__all__ = ["AVAILABLE", "ENV", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
+__all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
            "bind_density_and_grad", "gradient_kernel", "jitable"]
 
@@ -65,6 +70,16 @@ if AVAILABLE:
 else:
     F8 = B1 = A1 = A2 = DENSITY_SIGNATURE = DENSITY = None
     _Protocol = object
+
+
+KERNEL_CALLS = 0
+"""Calls of compiled loops in this process so far (see :func:`ran_compiled`)."""
+
+
+def ran_compiled() -> None:
+    """Record that a compiled loop ran (called by :class:`Kernel` on every call)."""
+    global KERNEL_CALLS
+    KERNEL_CALLS += 1
 
 
 def enabled() -> bool:
@@ -151,6 +166,7 @@ class Kernel:
     def __call__(self, *args):
         if self._dispatcher is None:
             self.compile()
+        ran_compiled()
         return self._dispatcher(*args)
 
 

@@ -39,6 +39,19 @@ ess_median, ess_max`` by default), ``ess_per_second``, ``ess_per_density`` and
 for the cores does not inflate. Both are recorded in every row; a run whose sampler got less
 than 80 % of a core is marked ``contended`` in its status.
 
+**Flags.** A sampler that goes wrong says so: every status carries ``flags`` (a list, empty
+for a healthy run) and ``flag_notes`` (flag → sentence) from :meth:`Runner.flags` — ``stuck``
+(no accepted move over the last 10 % of the iterations, at least 100), ``nonfinite_proposals``
+(every proposal of that stretch non-finite), ``nonfinite_state`` (the chain's state or log
+density became NaN or ±inf). The end-of-run line, ``ckam-bench-figures``, the HTML report and
+the ranking show them (:mod:`ckam_bench.report.ranking`).
+
+**Loops.** ``status.json``'s ``provenance.loops`` says which loops actually ran — ``compiled``,
+``python`` or ``mixed`` — counted per block from the compiled kernels' calls
+(:data:`ckam_bench.jit.KERNEL_CALLS`), with ``provenance.loops_note`` saying why a run was not
+compiled (numba missing, ``CKAM_BENCH_JIT=0``, or a target without a compiled density, such as
+a plugin's Python target).
+
 **Resume.** The resume state holds, at every checkpoint, the sampler state, the random
 generator states, the clocks, all counters, the metric accumulators, the bounded stores and
 the trace rows, so it is never behind the trace (at most the blocks since the last
@@ -59,11 +72,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ckam_bench import store
+from ckam_bench import jit, store
 from ckam_bench.metrics.buffer import ThinningBuffer
 from ckam_bench.provenance import load_average
 
 DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise", "logp")
+STUCK_FRACTION = 0.1
+STUCK_MIN = 100
+"""A run is flagged ``stuck`` when no move was accepted over its last STUCK_FRACTION of the
+iterations (at least STUCK_MIN iterations, or the whole run when it is shorter)."""
+FLAGS = ("stuck", "nonfinite_proposals", "nonfinite_state")
 
 
 class StopRequest:
@@ -245,6 +263,15 @@ class Runner:
         self.iters_by_phase = np.zeros(len(phases), dtype=np.int64)
         self.last_step = math.nan
         self.last_noise = math.nan
+        # health (see flags()): trailing iterations without an accepted move / in blocks whose
+        # every proposal was non-finite; the first iteration after which the chain's state or
+        # its log density was not finite (-1: never)
+        self.since_accept = 0
+        self.since_finite = 0
+        self.nonfinite_at = -1
+        # blocks run, and of them blocks in which a compiled loop ran (provenance.loops)
+        self.blocks = 0
+        self.compiled_blocks = 0
         self.latest: dict = {}
         self.chain = None
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -279,6 +306,13 @@ class Runner:
         if n:
             self.last_step = float(block.step_size[-1])
             self.last_noise = float(block.noise[-1])
+            moved = np.flatnonzero(block.accepted)
+            self.since_accept = n - 1 - int(moved[-1]) if moved.size else self.since_accept + n
+            self.since_finite = self.since_finite + n if block.n_nonfinite >= n else 0
+        if self.nonfinite_at < 0 and self.chain is not None and not (
+                np.all(np.isfinite(np.asarray(self.chain.logp, dtype=float)))
+                and np.all(np.isfinite(block.samples))):
+            self.nonfinite_at = self.iterations
         logp = block.logp if block.logp is not None else np.full(n, np.nan)
         columns = (np.arange(first, first + n, dtype=float), block.phase, block.accepted,
                    block.accept_prob, block.step_size, block.noise, logp)
@@ -330,11 +364,66 @@ class Runner:
             row["ess_per_grad"] = _ratio(row["ess_min"], self.target.n_grad)
         return row
 
+    def flags(self) -> dict[str, str]:
+        """The run's health flags, each with a sentence (empty for a healthy run):
+
+        * ``stuck``: no move accepted over the last :data:`STUCK_FRACTION` of the iterations
+          (at least :data:`STUCK_MIN`, or the whole run when shorter);
+        * ``nonfinite_proposals``: every proposal of that stretch had a non-finite log density
+          (or gradient);
+        * ``nonfinite_state``: the chain's state or its log density became NaN or ±inf.
+
+        A stuck chain's ESS and MCSE are meaningless (a constant chain has no variance): the
+        reports show the flag and no ESS or MCSE for such a run."""
+        out = {}
+        n = self.iterations
+        window = min(n, max(STUCK_MIN, math.ceil(STUCK_FRACTION * n)))
+        if n and self.since_accept >= window:
+            out["stuck"] = (f"no move accepted in the last {self.since_accept} of {n} iterations "
+                            f"({self.since_accept / n:.0%} of the run)")
+        if n and self.since_finite >= window:
+            out["nonfinite_proposals"] = (f"every proposal of the last {self.since_finite} "
+                                          "iterations had a non-finite log density")
+        if self.nonfinite_at >= 0:
+            out["nonfinite_state"] = (f"the chain's state or log density was not finite after "
+                                      f"iteration {self.nonfinite_at}")
+        return out
+
+    def loops(self) -> tuple[str, str]:
+        """Which loops ran, from the blocks run so far: ``compiled`` (a compiled loop ran in
+        every block), ``python`` (in none), ``mixed`` (in some: e.g. KAM's Python exploration
+        and a compiled sampling phase), and a sentence saying why when not compiled."""
+        if not self.blocks or self.compiled_blocks == self.blocks:
+            ran = "compiled" if self.blocks and self.compiled_blocks else "python"
+        else:
+            ran = "python" if not self.compiled_blocks else "mixed"
+        if ran == "compiled":
+            return ran, ""
+        if not jit.AVAILABLE:
+            why = "numba is not installed"
+        elif not jit.enabled():
+            why = f"{jit.ENV}=0 switches compiled loops off"
+        elif not any(callable(getattr(self.target, name, None))
+                     for name in ("jit_log_density", "jit_log_density_and_grad")):
+            why = (f"target {self.target.name!r} has no compiled density (jit_log_density, "
+                   "jit_log_density_and_grad)")
+        else:
+            why = (f"{self.labels['sampler']} runs these iterations as Python (e.g. KAM's kernel "
+                   f"steps), or needs a compiled function {self.target.name!r} lacks (a Hessian)")
+        if ran == "mixed":
+            why = f"a compiled loop ran in {self.compiled_blocks} of {self.blocks} blocks; {why}"
+        return ran, why
+
     def _status(self, state: str, reason: str, wall: float) -> dict:
         cpu_share = _ratio(self.clock_cpu, self.clock_wall)
+        flags = self.flags()
+        ran, why = self.loops()
+        provenance = {**self.status_extra.get("provenance", {}), "loops": ran, "loops_note": why}
         return {
             "state": state,
             "reason": reason,
+            "flags": list(flags),
+            "flag_notes": flags,
             **{k: self.labels[k] for k in ("run_id", "target", "sampler", "kernel", "seed")},
             "phases": list(self.phases),
             "dim": self.target.dim,
@@ -364,6 +453,7 @@ class Runner:
             "cpu_share": cpu_share,
             "load_average_end": load_average(),
             **self.status_extra,
+            "provenance": provenance,
         }
 
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
@@ -379,6 +469,8 @@ class Runner:
             samples = {"index": self.samples.indices}
             data = self.samples.data
             samples.update({f"x{j}": data[:, j].copy() for j in range(self.target.dim)})
+            if hasattr(self.target, "constrain"):  # e.g. a PyMC model's variables by name
+                samples.update(self.target.constrain(data))
             diagnostics = self._diagnostics_columns()
         resume = self._snapshot(wall) if self.chain is not None else None
         self.folder.write_checkpoint(samples=samples, diagnostics=diagnostics, rows=self.rows,
@@ -426,6 +518,9 @@ class Runner:
             "n_nonfinite": self.n_nonfinite, "n_jitter": self.n_jitter,
             "n_density": self.target.n_density, "n_grad": self.target.n_grad,
             "last_step": self.last_step, "last_noise": self.last_noise,
+            "since_accept": self.since_accept, "since_finite": self.since_finite,
+            "nonfinite_at": self.nonfinite_at,
+            "blocks": self.blocks, "compiled_blocks": self.compiled_blocks,
             "next_ck": self.next_ck, "rows": self.rows,
         }
         return arrays, meta
@@ -453,6 +548,9 @@ class Runner:
         self.warmup_seconds += float(meta["warmup"])
         for key in ("iterations", "n_collected", "n_nonfinite", "n_jitter", "next_ck"):
             setattr(self, key, int(meta[key]))
+        for key, default in (("since_accept", 0), ("since_finite", 0), ("nonfinite_at", -1),
+                             ("blocks", 0), ("compiled_blocks", 0)):
+            setattr(self, key, int(meta.get(key, default)))  # older resume states lack them
         self.target.n_density, self.target.n_grad = int(meta["n_density"]), int(meta["n_grad"])
         self.last_step, self.last_noise = float(meta["last_step"]), float(meta["last_noise"])
         self.rows = list(meta["rows"])
@@ -528,11 +626,14 @@ class Runner:
                 return "complete", reason
             n = min(n, self._iterations_until_limits(cost))
             before = (self.target.n_density, self.target.n_grad)
+            kernels = jit.KERNEL_CALLS
             t0, c0 = time.perf_counter(), time.thread_time()
             self.chain, block = self.sampler.advance(self.chain, n)
             dt = time.perf_counter() - t0
             self.clock_wall += dt
             self.clock_cpu += time.thread_time() - c0
+            self.blocks += 1
+            self.compiled_blocks += jit.KERNEL_CALLS > kernels
             self._record_block(block)
             if block.n:
                 cost = {"density": (self.target.n_density - before[0]) / block.n,

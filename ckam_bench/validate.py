@@ -46,6 +46,11 @@ def resolved(cfg: DictConfig) -> dict:
     try:
         return OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
+        cause = exc  # a resolver's own ConfigError (e.g. ${pymc_dim:}) names its key: keep it
+        while cause is not None and not isinstance(cause, ConfigError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise cause from None
         key = getattr(exc, "full_key", None) or "config"
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"{key}: cannot resolve the value: {reason}") from None

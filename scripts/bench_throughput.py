@@ -372,6 +372,82 @@ def gradient_rows(targets: list[str], cap_seconds: float) -> list[dict]:
     return rows
 
 
+# ---------------------------------------------------------------------------- target=pymc
+def eight_schools_noncentered():
+    """Eight schools, non-centred (posteriordb's eight_schools_noncentered; 10 coordinates): the
+    PyMC model of the target=pymc rows (loaded by the harness from this file)."""
+    import pymc as pm
+
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta_tilde = pm.Normal("theta_tilde", 0.0, 1.0, shape=8)
+        theta = pm.Deterministic("theta", mu + tau * theta_tilde)
+        pm.Normal("y", theta, sigma, observed=y)
+    return model
+
+
+PYMC_MODEL = f"{Path(__file__).resolve()}:eight_schools_noncentered"
+PYMC_SAMPLERS = ("mala", "hmc", "nuts")
+
+
+def pymc_rows(spec: str, seconds: float, repeats: int) -> tuple[list[dict], list[dict]]:
+    """target=pymc: a gradient's cost inside the harness over the same compiled function alone.
+
+    Inside: each gradient sampler advances in ~20 ms blocks as under the runner; CPU seconds
+    per gradient evaluation. Alone: right after each window, the target's compiled
+    ``f(x, grad_out)`` (pytensor's numba function behind :mod:`ckam_bench.jit`'s C-callable
+    wrapper, what the kernels call) as many times in a bare compiled loop over the window's
+    states. Medians over ``repeats`` windows, in one process. Goal: the ratio is at most 1.5 (the harness adds at most half a gradient)."""
+    from ckam_bench import jit
+
+    rows, goals = [], []
+    _, gradient_loop, _ = _evaluation_loops()
+    for sname in PYMC_SAMPLERS:
+        try:
+            with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+                cfg = compose("config", overrides=["target=pymc", f"target.model={spec}",
+                                                   f"sampler={sname}"])
+            target, sampler = instantiate(cfg.target), instantiate(cfg.sampler)
+        except Exception as exc:  # PyMC not installed: pip install "ckam-bench[pymc]"
+            print(f"[pymc] {sname}: not run ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return rows, goals
+        sampler.warm_up(target)
+        state = sampler.init(target, None, np.random.default_rng(0))
+        compiled = jit.compiled_log_density_and_grad(target)
+        n, inside, alone = 64, [], []
+        for window in range(repeats + 1):  # the first window warms up; CPU time of this thread
+            elapsed, grads, points = 0.0, 0, []
+            while elapsed < seconds:
+                before = target.n_grad
+                t0 = time.thread_time()
+                state, block = sampler.advance(state, n)
+                dt = time.thread_time() - t0
+                elapsed += dt
+                grads += target.n_grad - before
+                points.append(np.array(state.x))
+                n = max(1, int(0.5 * n + 0.5 * block.n * 0.02 / max(dt, 1e-6)))
+            X = np.ascontiguousarray(points, dtype=float)
+            reps = grads  # as many calls as the window made, right after it
+            t0 = time.thread_time()
+            gradient_loop(compiled, X, reps)
+            if window:
+                inside.append(elapsed / grads)
+                alone.append((time.thread_time() - t0) / reps)
+        inside, alone = float(np.median(inside)), float(np.median(alone))
+        rows.append({"sampler": sname, "target": target.name, "dim": target.dim,
+                     "us/grad harness": 1e6 * inside, "us/grad alone": 1e6 * alone,
+                     "ratio": inside / alone})
+        goals.append({"goal": f"{sname} on {target.name} (target=pymc): gradient cost in the "
+                              "harness <= 1.5x the compiled function alone",
+                      "measured": inside / alone, "met": bool(inside / alone <= 1.5)})
+        print(f"[pymc] {sname}: {1e6 * inside:.2f} us per gradient in the harness, "
+              f"{1e6 * alone:.2f} us alone ({inside / alone:.2f}x)", file=sys.stderr)
+    return rows, goals
+
+
 def direct_glass_log_density(X, y, theta, eps, prior_variance: float = 5.0, jitter: float = 1e-6) -> float:
     """The yardstick of the gp_glass row: log p(θ) + log p̂(y|θ), the same Laplace +
     importance-sampling formula as :class:`ckam_bench.targets.gp_classification.GPClassification`
@@ -495,6 +571,8 @@ def main(argv=None):
                     help="targets of the gradient-sampler rows (e.g. add logistic_german); '' skips them")
     ap.add_argument("--gradient-seconds", type=float, default=20.0,
                     help="cap on each gradient sampler's paper-length run")
+    ap.add_argument("--pymc-model", default=PYMC_MODEL,
+                    help="target.model of the target=pymc rows (needs the [pymc] extra); '' skips them")
     args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.repeats, args.run_seconds = 0.5, 3, 3.0
@@ -548,6 +626,8 @@ def main(argv=None):
                   "met": bool(table["ckpt %"].max() < 5)})
     goals += divergence_throughput(args.seconds, args.repeats)
     goals += kamh_throughput(args.seconds, args.repeats)
+    pymc, pymc_goals = pymc_rows(args.pymc_model, args.seconds, args.repeats) if args.pymc_model else ([], [])
+    goals += pymc_goals
     for m in memory:
         goals.append({"goal": f"{m['sampler']} gmm32 {m['seconds']:g} s run peaks < 1 GiB",
                       "measured": m["peak_mib"], "met": m["peak_mib"] < 1024})
@@ -583,11 +663,17 @@ def main(argv=None):
             if r["target"].startswith("logistic_"):
                 goals.append({"goal": f"{r['sampler']} on {r['target']}: overhead <= 50 % of evaluations",
                               "measured": r["overhead/eval"], "met": bool(r["overhead/eval"] <= 0.5)})
+    if pymc:
+        pcols = ["sampler", "target", "dim", "us/grad harness", "us/grad alone", "ratio"]
+        print("\n| " + " | ".join(pcols) + " |\n|" + "---|" * len(pcols))
+        for r in pymc:
+            print("| " + " | ".join(fmt(r.get(c)) for c in pcols) + " |")
     print("\n| goal | measured | met |\n|---|---|---|")
     for g in goals:
         print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
     Path(args.json).write_text(json.dumps(
         {"machine": machine, "args": vars(args), "rows": table.to_dict("records"), "gradient_rows": gradient,
+         "pymc_rows": pymc,
          "memory": memory, "goals": goals}, indent=2, default=float))
     print(f"\nwrote {args.json}", file=sys.stderr)
 

@@ -116,3 +116,36 @@ def test_the_config_hash_covers_the_loop_mode(monkeypatch):
     compiled = config_hash(cfg)
     monkeypatch.setenv(jit.ENV, "0")
     assert config_hash(cfg) != compiled
+
+
+@pytest.mark.parametrize("args, words", [
+    (["sampler=ckma"], ["unknown sampler 'ckma'", "did you mean 'ckam'"]),
+    (["target=bimodl"], ["unknown target 'bimodl'", "did you mean 'bimodal'"]),
+    (["-m", "sampler=rw,ckma", "seed=0,1"], ["unknown sampler 'ckma'"]),
+    (["+budget.second=5"], ["unknown key 'budget.second'", "did you mean 'budget.seconds'",
+                            "cannot be added with '+'"]),
+    (["++budget.second=5"], ["unknown key 'budget.second'"]),
+    (["budget.second=5"], ["unknown key 'budget.second'", "did you mean 'budget.seconds'"]),
+    (["seeds=3"], ["unknown key 'seeds'", "did you mean 'seed'"]),
+    (["sampler=rw", "sampler.step_sise=1"], ["'sampler.step_sise'", "'sampler.step_size'"]),
+    (["-m", "sampler=rw,am", "sampler.rate.scale=1"],
+     ["key 'sampler.rate.scale' does not exist with sampler=rw"]),
+])
+def test_a_mistaken_override_is_one_line_naming_it(tmp_path, args, words):
+    proc = ckam_bench(*args, "budget.seconds=0.2", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for word in words:
+        assert word in lines[0]
+    assert "Traceback" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_overrides_that_name_existing_keys_pass_the_check():
+    from ckam_bench.overrides import problem
+
+    assert problem(["sampler=kam", "schedule@sampler.noise=constant", "sampler.noise.value=0.2",
+                    "start=[8,0]", "target.weights=[0.3,0.7]", "seed=4"]) is None
+    assert problem(["-m", "sampler=rw,am", "seed=0,1", "budget.seconds=1",
+                    "hydra/launcher=joblib"]) is None
+    assert problem(["experiment=paper_bimodal", "sampler=am", "sampler.step_size=1.0"]) is None

@@ -488,7 +488,8 @@ def test_default_metric_config_instantiates_and_reports_floats():
     for metric in metrics:
         row.update(metric.compute(buf))
     assert set(row) == {"kl", "kl_outside", "ess_min", "ess_median", "ess_max", "esjd",
-                        "mean_error", "second_moment_error", "mean_norm", "mean_estimate", "bias2", "mmd2"}
+                        "mean_error", "second_moment_error", "mean_norm", "mean_estimate", "bias2",
+                        "moments_discarded", "mmd2"}
     listed = row.pop("mean_estimate")  # a list column: Ê[X]
     assert np.shape(listed) == (target.dim,) and np.all(np.isfinite(listed))
     assert all(isinstance(v, float) and math.isfinite(v) for v in row.values())

@@ -16,7 +16,7 @@ from ckam_bench.targets.base import CapabilityError, Target
 from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr
 from ckam_bench.targets.logistic import LogisticRegression
 
-COLUMNS = {"mean_error", "second_moment_error", "mean_norm", "mean_estimate", "bias2"}
+COLUMNS = {"mean_error", "second_moment_error", "mean_norm", "mean_estimate", "bias2", "moments_discarded"}
 
 
 def shifted_gaussian():
@@ -26,7 +26,7 @@ def shifted_gaussian():
 
 def test_brute_force_over_blocks():
     target = shifted_gaussian()
-    metric = MomentErrors(target)
+    metric = MomentErrors(target, discard=0)
     x = np.random.default_rng(0).normal(0.3, 1.7, (1000, 3))
     for block in np.array_split(x, [0, 10, 11, 500, 999]):  # includes empty blocks
         metric.update(block)
@@ -51,7 +51,7 @@ def test_bias2_of_exact_draws_falls_like_one_over_n():
     for n in (250, 4000):
         values = []
         for _ in range(reps):
-            metric = MomentErrors(target)
+            metric = MomentErrors(target, discard=0)
             metric.update(target.sample(n, rng))
             values.append(metric.compute()["bias2"])
         means[n] = np.mean(values)
@@ -67,7 +67,7 @@ def test_state_dict_resumes_exactly():
     whole.update(x)
     first = MomentErrors(target)
     first.update(x[:1200])
-    resumed = MomentErrors(target)
+    resumed = MomentErrors(target)  # the default discard: the grid sums resume too
     resumed.load_state_dict({k: np.array(v) for k, v in first.state_dict().items()})
     resumed.update(x[1200:])
     a, b = whole.compute(), resumed.compute()
@@ -117,6 +117,7 @@ def test_truth_from_the_shipped_reference():
     target = LogisticRegression("ripley")
     metric = MomentErrors(target)
     info = metric.describe()
+    assert info["discard"] == 0.1
     assert info["truth"] == "reference" and info["reference_id"] == target.reference_id()
     assert info["path"].endswith(".npz")
     metric.update(np.tile(metric.mean, (10, 1)))
@@ -138,3 +139,44 @@ def test_run_records_the_reference_it_used(tmp_path):
     trace = pd.read_parquet(out / "trace.parquet")
     assert COLUMNS <= set(trace.columns)
     assert len(trace.mean_estimate.iloc[-1]) == 3 and trace.bias2.iloc[-1] < 1.0
+
+
+@pytest.mark.parametrize("discard", [0.1, 0.25, 0.5, 37])
+def test_discarded_warm_up_is_left_out_exactly(discard):
+    """Brute force: the errors equal those of the samples after the first moments_discarded,
+    which is the requested count, or for a fraction f the largest grid count ≤ f·n (between
+    f/1.05 and f of the samples)."""
+    target = shifted_gaussian()
+    x = np.random.default_rng(3).normal(0.3, 1.7, (5000, 3))
+    x[:300] += 40.0  # a transient far from the target
+    metric = MomentErrors(target, discard=discard)
+    for n_seen, block in zip(np.cumsum([7, 93, 1, 900, 1999, 2000]), np.split(x, [7, 100, 101, 1001, 3000])):
+        metric.update(block)
+        out = metric.compute()
+        cut = int(out["moments_discarded"])
+        limit = discard if isinstance(discard, int) else int(discard * n_seen)
+        if isinstance(discard, int) and n_seen <= discard:  # nothing kept yet
+            assert cut == n_seen and np.isnan(out["mean_error"])
+            continue
+        assert cut == limit if isinstance(discard, int) or limit < 21 else limit / 1.05 <= cut <= limit
+        kept = x[cut:n_seen]
+        mh = kept.mean(0)
+        assert out["mean_error"] == pytest.approx(np.linalg.norm(mh - target.mean), rel=1e-10)
+    plain = MomentErrors(target, discard=0)
+    plain.update(x)
+    assert plain.compute()["moments_discarded"] == 0
+    if discard != 37:  # the transient (300 samples) is left out, and it mattered
+        assert out["mean_error"] < 2.5 < 4.0 < plain.compute()["mean_error"]
+
+
+def test_too_few_samples_for_a_count_gives_nan():
+    metric = MomentErrors(gauss2d_corr(), discard=100)
+    metric.update(np.zeros((60, 2)))
+    out = metric.compute()
+    assert np.isnan(out["mean_error"]) and out["moments_discarded"] == 60
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, True, "half"])
+def test_bad_discard_is_rejected(bad):
+    with pytest.raises(ValueError, match="discard"):
+        MomentErrors(gauss2d_corr(), discard=bad)

@@ -4,140 +4,24 @@ the ``ckam_bench.plugins`` entry point: ``ckam-bench list``, a single run, a swe
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=68", "wheel"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "ckb-demo-plugin"
-version = "0.0.1"
-dependencies = ["ckam-bench"]
-
-[project.entry-points."ckam_bench.plugins"]
-ckb_demo = "ckb_demo.conf"
-
-[tool.setuptools]
-packages = ["ckb_demo", "ckb_demo.conf"]
-
-[tool.setuptools.package-data]
-"ckb_demo.conf" = ["**/*.yaml"]
-"""
-
-MODULE = '''\
-"""A demo plugin: an independence sampler and a wide Gaussian target."""
-
-import numpy as np
-
-from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
-from ckam_bench.targets.base import Target
-
-
-class Independence(Sampler):
-    """Independence Metropolis-Hastings with proposal N(0, scale^2 I)."""
-
-    name = "independence"
-
-    def __init__(self, scale: float = 1.0):
-        if not scale > 0:
-            raise ValueError(f"scale must be > 0, got {scale}")
-        self.scale = float(scale)
-
-    def describe(self):
-        return {"adaptation": "none"}
-
-    def init(self, target, x0, rng):
-        self.target, self.rng = target, rng
-        x, logp = check_start(target, x0)
-        return ChainState(x=x, logp=logp, t=0)
-
-    def _log_q(self, x):
-        return -0.5 * float(x @ x) / self.scale**2
-
-    def advance(self, state, n):
-        d = self.target.dim
-        x, logp = state.x, state.logp
-        samples = np.empty((n, d))
-        log_ratio = np.empty(n)
-        props = self.scale * self.rng.standard_normal((n, d))
-        log_u = np.log(self.rng.random(n))
-        for i in range(n):
-            y = props[i]
-            logp_y = self.target.log_density(y)
-            r = (logp_y - logp) + (self._log_q(x) - self._log_q(y))
-            log_ratio[i] = r
-            if log_u[i] < r:
-                x, logp = y.copy(), logp_y
-            samples[i] = x
-        block = Block(samples=samples, accepted=log_u < log_ratio,
-                      accept_prob=np.exp(np.minimum(log_ratio, 0.0)),
-                      phase=np.zeros(n, dtype=np.int8), step_size=np.full(n, self.scale),
-                      noise=np.full(n, np.nan), n_nonfinite=0)
-        return ChainState(x=x, logp=float(logp), t=state.t + n), block
-
-
-class WideGauss(Target):
-    """N(0, sigma^2 I) in d dimensions, with exact draws and moments."""
-
-    name = "wide_gauss"
-
-    def __init__(self, dim: int = 2, sigma: float = 2.0):
-        if dim < 1:
-            raise ValueError(f"dim must be >= 1, got {dim}")
-        self.sigma = float(sigma)
-        super().__init__(dim, start=np.ones(dim), box=[[-6 * sigma, 6 * sigma]] * dim)
-
-    def _log_density(self, x):
-        return -0.5 * float(x @ x) / self.sigma**2
-
-    def _grad_log_density(self, x):
-        return -np.asarray(x, float) / self.sigma**2
-
-    def sample(self, n, rng):
-        return self.sigma * rng.standard_normal((n, self.dim))
-
-    @property
-    def mean(self):
-        return np.zeros(self.dim)
-
-    @property
-    def variance(self):
-        return np.full(self.dim, self.sigma**2)
-'''
-
-SAMPLER_YAML = """\
-# Independence Metropolis-Hastings, proposal N(0, scale^2 I) (demo plugin).
-_target_: ckb_demo.Independence
-scale: 3.0
-"""
-
-TARGET_YAML = """\
-# Wide isotropic Gaussian N(0, sigma^2 I) (demo plugin).
-_target_: ckb_demo.WideGauss
-dim: 2
-sigma: 2.0
-"""
+PLUGIN = ROOT / "examples" / "plugin_package"
 
 
 def build_plugin(tmp_path: Path) -> Path:
-    """Write the plugin's sources and pip-install them into a fresh folder; returns it."""
+    """pip-install a copy of the shipped example plugin (examples/plugin_package) into a fresh
+    folder, as a user would; returns the folder."""
     src = tmp_path / "src"
-    (src / "ckb_demo" / "conf" / "sampler").mkdir(parents=True)
-    (src / "ckb_demo" / "conf" / "target").mkdir()
-    (src / "pyproject.toml").write_text(PYPROJECT)
-    (src / "ckb_demo" / "__init__.py").write_text(MODULE)
-    (src / "ckb_demo" / "conf" / "__init__.py").write_text("")
-    (src / "ckb_demo" / "conf" / "sampler" / "independence.yaml").write_text(SAMPLER_YAML)
-    (src / "ckb_demo" / "conf" / "target" / "wide_gauss.yaml").write_text(TARGET_YAML)
+    shutil.copytree(PLUGIN, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
+                                                               "build"))
     site = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                            "--no-build-isolation", "--no-index", "--target", str(site), str(src)],
@@ -172,11 +56,11 @@ def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
     listing = run(["list"], work, site)
     assert listing.returncode == 0, listing.stderr
     lines = {ln.split()[0]: ln for ln in listing.stdout.splitlines() if ln.startswith("  ")}
-    assert "Independence Metropolis-Hastings, proposal N(0, scale^2 I)" in lines["independence"]
-    assert "d=2" in lines["wide_gauss"] and "exact draws" in lines["wide_gauss"]
+    assert "Barker proposal MCMC" in lines["barker"] and "needs a gradient" in lines["barker"]
+    assert "d=3" in lines["banana3"] and "exact draws" in lines["banana3"]
 
     sweep = work / "sweep"
-    args = ["-m", "sampler=independence,rw", "target=wide_gauss", "seed=0,1",
+    args = ["-m", "sampler=barker,rw", "target=banana3", "seed=0,1",
             "budget.max_iterations=3000", "progress=false", f"hydra.sweep.dir={sweep}"]
     proc = run(args, work, site)
     assert proc.returncode == 0, proc.stderr
@@ -187,7 +71,7 @@ def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
     for folder in folders:
         status = json.loads((folder / "status.json").read_text())
         assert status["state"] == "complete", (folder, status["state"])
-    assert any("independence" in f.name for f in folders)
+    assert any("barker" in f.name for f in folders)
 
     again = run(args, work, site)  # a complete sweep re-run is skipped, not recomputed
     assert again.returncode == 0, again.stderr
@@ -196,11 +80,11 @@ def test_plugin_sampler_and_target_run_sweep_and_figures(tmp_path):
     figs = run([str(sweep), "--out", str(out)], work, site, module="ckam_bench.report.cli")
     assert figs.returncode == 0, figs.stderr
     report = (out / "report.md").read_text()
-    assert "| wide_gauss | independence | none | 2 | 0, 1 | complete 2 |" in report
-    results = (out / "results_wide_gauss.md").read_text()
-    assert any(row.startswith("| independence |") for row in results.splitlines())
+    assert "| banana3 | barker | none | 2 | 0, 1 | complete 2 |" in report
+    results = (out / "results_banana3.md").read_text()
+    assert any(row.startswith("| barker |") for row in results.splitlines())
 
     # A typo in a plugin option is a configuration error naming the option (exit 2).
-    bad = run(["sampler=independence", "target=wide_gauss", "sampler.scale=-1",
+    bad = run(["sampler=barker", "target=banana3", "sampler.step_size=-1",
                "budget.max_iterations=10"], work, site)
-    assert bad.returncode == 2 and "sampler.scale" in bad.stderr
+    assert bad.returncode == 2 and "sampler.step_size" in bad.stderr

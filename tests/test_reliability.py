@@ -73,8 +73,8 @@ def test_bad_input_is_named_before_anything_runs(tmp_path, overrides, message):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["sampler=nosuch"], "Available options in 'sampler'"),
-    (["sampler.nosuch=1"], "Key 'nosuch' is not in struct"),
+    (["sampler=nosuch"], "unknown sampler 'nosuch'"),
+    (["sampler.nosuch=1"], "unknown key 'sampler.nosuch'"),
     (["sampler=ckam", "sampler.cycle.beta=2"], "sampler.cycle.beta must be in (0, 1)"),
     (["start=[0,0,0]"], "start"),
 ])

@@ -32,17 +32,42 @@ With neither, the constructor raises :class:`CapabilityError` (the columns are a
 run records why). :meth:`describe` says which truth was used — ``{"truth": "exact"}`` or
 ``{"truth": "reference", "reference_id", "path", "sampler", ...}`` — for ``status.json``.
 
+**Warm-up discarded** (``discard``, the key ``metrics.moments.discard``; default 0.1): the
+collected samples of a sampler without a burn-in begin with its start point and transient,
+right for a convergence trace but a bias in a moment error. The errors above use the collected
+samples after the first ``discard`` of them: a fraction 0 ≤ discard < 1 of the samples
+collected so far (at every checkpoint), or an integer count ≥ 1. A fraction is applied on a
+grid of cumulative sums taken at the counts m₀ = 0, m_{i+1} = max(m_i + 1, ⌈1.05 m_i⌉), so
+the samples left out are the first m ≤ ⌊discard · n⌋ for the largest such grid count m: between
+discard/1.05 and discard of them (a few hundred sums of 2d floats for a million samples). The
+trace column ``moments_discarded`` holds m at each checkpoint, and the report states it.
+
 Streaming: ``update`` adds :math:`\sum x` and :math:`\sum x^2` (float64) per block, so a
 checkpoint costs O(d) whatever the chain length; ``state_dict`` holds the sums for resume.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ckam_bench.targets.base import CapabilityError, Target
 
 EXACT_DRAWS = 50_000
+DISCARD = 0.1
+"""Default warm-up left out of the moment errors: the first 10 % of the collected samples."""
+GRID_RATIO = 1.05
+
+
+def _check_discard(discard):
+    """A fraction in [0, 1) (float) or a count ≥ 1 (int); anything else is a ValueError."""
+    if isinstance(discard, (int, np.integer)) and not isinstance(discard, bool) and discard >= 1:
+        return int(discard)
+    if isinstance(discard, (int, float, np.number)) and not isinstance(discard, bool) \
+            and 0.0 <= float(discard) < 1.0:
+        return float(discard)
+    raise ValueError(f"discard must be a fraction in [0, 1) or a count >= 1, got {discard!r}")
 QUADRATURE_SDS, QUADRATURE_POINTS = 12.0, 4001
 
 
@@ -55,9 +80,13 @@ class MomentErrors:
     use_reference : look up a certified reference sample when the target has no exact moments.
     exact_draws : exact draws used for E[X⁴] when the target knows its mean and variance but
         not its fourth moments (0 falls back to the reference).
+    discard : warm-up left out of the errors: a fraction in [0, 1) of the collected samples, or
+        an integer count ≥ 1 (module docstring).
     """
 
-    def __init__(self, target: Target, use_reference: bool = True, exact_draws: int = EXACT_DRAWS):
+    def __init__(self, target: Target, use_reference: bool = True, exact_draws: int = EXACT_DRAWS,
+                 discard: float = DISCARD):
+        self.discard = _check_discard(discard)
         exact_draws = int(exact_draws)
         if not 0 <= exact_draws <= 10_000_000:
             raise ValueError(f"exact_draws must be in [0, 10000000], got {exact_draws}")
@@ -89,6 +118,18 @@ class MomentErrors:
         self.n = 0
         self.sum1 = np.zeros(self.dim)
         self.sum2 = np.zeros(self.dim)
+        # cumulative sums at the grid counts (row 0: count 0), for the discarded warm-up
+        self.marks = [0]
+        self.marks_sum1 = [np.zeros(self.dim)]
+        self.marks_sum2 = [np.zeros(self.dim)]
+
+    def _next_mark(self) -> int | None:
+        last = self.marks[-1]
+        if isinstance(self.discard, int):
+            return self.discard if last < self.discard else None
+        if self.discard == 0.0:
+            return None
+        return max(last + 1, math.ceil(GRID_RATIO * last))
 
     @staticmethod
     def _fourth_moment(target: Target, exact_draws: int, use_reference: bool):
@@ -117,25 +158,37 @@ class MomentErrors:
 
     def describe(self) -> dict:
         """Which truth the errors are measured against (JSON-able, for ``status.json``)."""
-        return dict(self.info)
+        return {**self.info, "discard": self.discard}
 
     def update(self, samples) -> None:
         """Add a block of collected samples (k, d) to the running sums."""
         x = np.asarray(samples, float)
+        mark = self._next_mark()
+        while mark is not None and mark <= self.n + x.shape[0]:
+            head = x[: mark - self.n]
+            self.marks.append(mark)
+            self.marks_sum1.append(self.sum1 + head.sum(axis=0))
+            self.marks_sum2.append(self.sum2 + np.einsum("ij,ij->j", head, head))
+            mark = self._next_mark()
         if x.shape[0]:
             self.n += x.shape[0]
             self.sum1 += x.sum(axis=0)
             self.sum2 += np.einsum("ij,ij->j", x, x)
 
     def compute(self, buffer=None) -> dict:
-        """Trace columns: mean_error, second_moment_error, mean_norm, bias2 (floats) and
-        mean_estimate (a (d,) array, stored as a list column); NaN before any sample."""
-        if self.n == 0:
+        """Trace columns: mean_error, second_moment_error, mean_norm, bias2 (floats),
+        mean_estimate (a (d,) array, stored as a list column), all over the samples kept after
+        the warm-up (NaN before any), and moments_discarded (the samples left out)."""
+        limit = self.discard if isinstance(self.discard, int) else math.floor(self.discard * self.n)
+        k = int(np.searchsorted(self.marks, limit, side="right")) - 1
+        kept = self.n - self.marks[k] if limit < self.n else 0
+        if kept == 0:
             nan = float("nan")
             return {"mean_error": nan, "second_moment_error": nan, "mean_norm": nan,
-                    "bias2": nan, "mean_estimate": np.full(self.dim, np.nan)}
-        m = self.sum1 / self.n
-        s = self.sum2 / self.n
+                    "bias2": nan, "mean_estimate": np.full(self.dim, np.nan),
+                    "moments_discarded": float(self.n)}
+        m = (self.sum1 - self.marks_sum1[k]) / kept
+        s = (self.sum2 - self.marks_sum2[k]) / kept
         with np.errstate(divide="ignore", invalid="ignore"):
             z1 = (m - self.mean) ** 2 / self.var
             z2 = (s - self.second) ** 2 / self.var2
@@ -145,13 +198,19 @@ class MomentErrors:
             "mean_norm": float(np.linalg.norm(m)),
             "bias2": float(np.nanmax(np.concatenate([z1, z2]))),
             "mean_estimate": m,
+            "moments_discarded": float(self.marks[k]),
         }
 
     def state_dict(self) -> dict:
         """Running sums for resume."""
-        return {"n": np.array(self.n), "sum1": self.sum1.copy(), "sum2": self.sum2.copy()}
+        return {"n": np.array(self.n), "sum1": self.sum1.copy(), "sum2": self.sum2.copy(),
+                "marks": np.array(self.marks, dtype=np.int64),
+                "marks_sum1": np.array(self.marks_sum1), "marks_sum2": np.array(self.marks_sum2)}
 
     def load_state_dict(self, state: dict) -> None:
         self.n = int(state["n"])
         self.sum1 = np.array(state["sum1"], float)
         self.sum2 = np.array(state["sum2"], float)
+        self.marks = [int(m) for m in state["marks"]]
+        self.marks_sum1 = list(np.array(state["marks_sum1"], float))
+        self.marks_sum2 = list(np.array(state["marks_sum2"], float))

@@ -51,6 +51,7 @@ from ckam_bench import store
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
 IDENTITY_EXCLUDE = ("seed", "progress", "hydra")  # config keys that do not define a configuration
 REQUIRED_TRACE = ("sampler_seconds", "iterations")
+FLAG_MARK = "⚠"
 
 
 # ---------------------------------------------------------------------------- loading
@@ -136,6 +137,13 @@ class StoredRun:
         "unknown" for runs that did not record it."""
         info = self.status.get("sampler_info") or {}
         return str(info.get("adaptation") or "unknown")
+
+    @property
+    def flags(self) -> dict[str, str]:
+        """The runner's health flags of this run (``status.json``: ``flags``, ``flag_notes``):
+        flag name → sentence, empty for a healthy run (see :meth:`ckam_bench.runner.Runner.flags`)."""
+        notes = self.status.get("flag_notes") or {}
+        return {str(name): str(notes.get(name, name)) for name in self.status.get("flags") or ()}
 
     @property
     def settings(self) -> dict:
@@ -408,6 +416,19 @@ class Group:
         """True when the sampler reported non-diminishing adaptation (a paper preset that
         never stops adapting: its chains are at best approximately invariant)."""
         return any(r.adaptation == "non-diminishing" for r in self.runs)
+
+    @property
+    def flagged(self) -> list[StoredRun]:
+        """The runs of the group the runner flagged (stuck chain, non-finite proposals or state)."""
+        return [r for r in self.runs if r.flags]
+
+    def flag_text(self) -> str:
+        """``"⚠ stuck, nonfinite_proposals (2/3 seeds)"`` for a group with flagged runs, else ""."""
+        flagged = self.flagged
+        if not flagged:
+            return ""
+        names = list(dict.fromkeys(name for r in flagged for name in r.flags))
+        return f"{FLAG_MARK} {', '.join(names)} ({len(flagged)}/{len(self.runs)} seeds)"
 
     def trace(self) -> pd.DataFrame:
         """The traces of the group's runs with a ``group`` column holding the label."""

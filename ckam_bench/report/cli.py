@@ -252,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration groups "
           f"from {args.results}")
+    for run in results.runs:  # a sampler that went wrong says so (status.json flags)
+        for name, note in run.flags.items():
+            print(f"FLAGGED {run.path}: {name}: {note}")
     settings = figures.Settings(x=args.x, band=args.band)
     report = build_report(results, args.out, settings, args.figures, args.generic,
                           args.formats)

@@ -8,7 +8,9 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
 * the figures, by section (the paper's figures, then the generic figures of each target),
   each with its caption;
 * the other tables (hyperparameters as run, results);
-* validity: the configuration groups whose sampler reports non-diminishing adaptation
+* validity: the runs the runner flagged (stuck chain, non-finite proposals or state; ⚠, also
+  in the ranking and the inventory's ``flags`` column), and the configuration groups whose
+  sampler reports non-diminishing adaptation
   (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
 * the run inventory: one row per loaded run (target, group, sampler, seed, state, budget,
   iterations, sampler seconds, adaptation, config hash, start and update times, package
@@ -31,7 +33,7 @@ import json
 import math
 from pathlib import Path
 
-from ckam_bench.report.aggregate import Results
+from ckam_bench.report.aggregate import FLAG_MARK, Results
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1250px;
@@ -160,8 +162,9 @@ def _inventory(results: Results) -> str:
             totals = status.get("totals") or {}
             budget = status.get("budget") or {}
             mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
+            flags = "; ".join(f"{FLAG_MARK} {k}: {v}" for k, v in run.flags.items())
             cells = [group.target, group.label, run.sampler, run.seed, run.state,
-                     status.get("reason", ""), use,
+                     status.get("reason", ""), flags, use,
                      ", ".join(f"{k}={v}" for k, v in budget.items() if v is not None),
                      totals.get("iterations", run.iterations),
                      f"{float(totals.get('sampler_seconds', run.sampler_seconds)):.3g}", mark,
@@ -170,7 +173,7 @@ def _inventory(results: Results) -> str:
                      versions.get("ckam-bench") or versions.get("ckam_bench") or "", source,
                      prov.get("loops", ""), prov.get("hostname", ""), run.path]
             cls = ' class="left-out"' if id(run) not in used else ""
-            cls = ' class="warn"' if run.adaptation == "non-diminishing" and not cls else cls
+            cls = ' class="warn"' if (run.adaptation == "non-diminishing" or run.flags) and not cls else cls
             rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
         first = group.runs[0]
         provenance = {k: v for k, v in first.status.items()
@@ -183,7 +186,7 @@ def _inventory(results: Results) -> str:
                       f"{esc(group.key)})</summary><pre>{esc(settings)}</pre>"
                       f"<pre>{esc(json.dumps(provenance, indent=1, default=str))}</pre>"
                       "</details>")
-    header = ["target", "group", "sampler", "seed", "state", "stop reason", "use", "budget",
+    header = ["target", "group", "sampler", "seed", "state", "stop reason", "flags", "use", "budget",
               "iterations", "sampler s", "adaptation", "config hash", "started", "updated",
               "ckam-bench", "git commit", "loops", "host", "folder"]
     return ('<div class="scroll"><table class="sortable" id="inventory"><thead><tr>'
@@ -225,6 +228,16 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
                      + "</ul>")
     else:
         parts.append("<p>No configuration reports non-diminishing adaptation.</p>")
+    flagged = [(g, r) for g in groups for r in g.flagged]
+    if flagged:
+        parts.append(f'<p class="warn">{FLAG_MARK} These runs went wrong (the runner flagged '
+                     "them): their ESS counts as 0 and their MCSE and cost to accuracy as ∞ in "
+                     "the ranking.</p><ul>" + "".join(
+                         f"<li>{esc(g.target)}: {esc(g.label)} seed {esc(r.seed)}: "
+                         + esc("; ".join(f"{k}: {v}" for k, v in r.flags.items())) + "</li>"
+                         for g, r in flagged) + "</ul>")
+    else:
+        parts.append("<p>No run was flagged (stuck chain, non-finite proposals or state).</p>")
     unknown = sorted({g.label for g in groups if all(r.adaptation == "unknown" for r in g.runs)})
     if unknown:
         parts.append(f'<p class="note">Kind of adaptation not recorded for: '

@@ -24,6 +24,17 @@ evaluations; R-hat and MCSE across the seeds (as chains) from arviz-stats
 (:func:`ckam_bench.interop.seed_diagnostics`). Rows are ranked on the first of: seconds to
 b² < 0.01 (lower is better), final KL (lower), min ESS per second (higher) that the runs
 have. A group whose sampler reports non-diminishing adaptation is marked "†".
+
+**Warm-up.** The moment columns use the collected samples after the warm-up the run's
+``metrics.moments.discard`` left out (:mod:`ckam_bench.metrics.moments`); a note states the
+setting and how many samples that was at the runs' last checkpoints.
+
+**Flagged runs.** A run the runner flagged (``status.json`` ``flags``: a stuck chain, every
+proposal non-finite, a non-finite state; :meth:`ckam_bench.runner.Runner.flags`) has no
+trustworthy ESS or MCSE (a chain that never moves has zero variance, which would read as
+perfect precision): its ESS per second and per gradient count as 0, its cost to accuracy (when
+its trace has b²) as ∞, and the MCSE of its group as ∞; the group's label carries "⚠ <flags> (k/n seeds)" and a
+note lists the runs and why.
 Percentiles interpolate linearly between order statistics; a range touching ∞ is ∞.
 """
 
@@ -34,7 +45,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ckam_bench.report.aggregate import Group, Results
+from ckam_bench.report.aggregate import FLAG_MARK, Group, Results
 from ckam_bench.report.tables import NA, Table, statistic, table_notes
 
 THRESHOLD = 0.01
@@ -76,8 +87,9 @@ def cost_to_accuracy(trace: pd.DataFrame, column: str = "bias2", threshold: floa
     return {c: float(trace[c].iloc[k]) if c in trace.columns else float("nan") for c in costs}
 
 
-def run_values(trace: pd.DataFrame) -> dict[str, float]:
-    """The ranking's values for one run: its last checkpoint plus the cost to accuracy."""
+def run_values(trace: pd.DataFrame, flagged: bool = False) -> dict[str, float]:
+    """The ranking's values for one run: its last checkpoint plus the cost to accuracy (for a
+    ``flagged`` run: no ESS, ∞ cost; see the module docstring)."""
     order = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
     last = trace.sort_values(order, kind="stable").iloc[-1]
 
@@ -92,6 +104,10 @@ def run_values(trace: pd.DataFrame) -> dict[str, float]:
     values["ess_per_grad"] = ess / grads if grads > 0 else math.nan
     for cost, value in cost_to_accuracy(trace).items():
         values[f"to_acc_{cost}"] = value
+    if flagged:
+        values.update({"ess_per_second": 0.0, "ess_per_grad": 0.0})
+        values.update({f"to_acc_{cost}": math.inf for cost in COSTS  # where it has one
+                       if not math.isnan(values[f"to_acc_{cost}"])})
     return values
 
 
@@ -132,7 +148,7 @@ def cell(values) -> tuple[str, float | None]:
 
 def group_values(group: Group) -> dict[str, list[float]]:
     """Per ranking column, one value per seed of the group."""
-    per_run = [run_values(run.trace) for run in group.runs]
+    per_run = [run_values(run.trace, flagged=bool(run.flags)) for run in group.runs]
     return {key: [v[key] for v in per_run] for key, _, _ in COLUMNS}
 
 
@@ -154,7 +170,8 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     ordered = sorted(groups, key=rank_key)
     rows, keys = [], []
     for rank, group in enumerate(ordered, start=1):
-        row = [str(rank), group.label + (f" {MARK}" if group.non_diminishing else ""),
+        row = [str(rank), " ".join(filter(None, (group.label, MARK if group.non_diminishing else "",
+                                                 group.flag_text()))),
                str(len(group.runs))]
         key_row = [float(rank), None, float(len(group.runs))]
         for key, _, _ in present:
@@ -168,6 +185,8 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
                 diag = seed_diagnostics(group.runs)
             except Exception:  # runs whose stored samples disagree in shape: no R-hat
                 diag = {"rhat": math.nan, "mcse": math.nan}
+            if group.flagged:  # a stuck chain's zero variance is no precision
+                diag["mcse"] = math.inf
             for name in ("rhat", "mcse"):
                 row.append(_text(diag[name]) if name == "mcse" or math.isnan(diag[name])
                            else f"{diag[name]:.3f}")
@@ -185,6 +204,15 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     if any(g.non_diminishing for g in groups):
         notes.append(f"{MARK} non-diminishing adaptation (a paper preset): the chain is not "
                      "guaranteed to target π")
+    discarded = discard_note(groups)
+    if discarded and any(c[0] in ("mean_error", "second_moment_error", "bias2") for c in present):
+        notes.append(discarded)
+    flagged = [(g, r) for g in groups for r in g.flagged]
+    if flagged:
+        notes.append(f"{FLAG_MARK} flagged by the runner (no ESS: counted as 0; MCSE and cost to "
+                     "accuracy: ∞): " + "; ".join(
+                         f"{g.label} seed {r.seed}: " + ", ".join(f"{k} ({v})" for k, v in r.flags.items())
+                         for g, r in flagged))
     if diagnostics:
         notes.append("R-hat: largest rank-normalised split R-hat over coordinates, MCSE: "
                      "largest Monte Carlo standard error of the mean, both from arviz-stats "
@@ -192,6 +220,32 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)
+
+
+def discard_note(groups: list[Group]) -> str:
+    """What the moment errors left out (``metrics.moments.discard``; the trace column
+    ``moments_discarded`` against ``n_collected`` at each run's last checkpoint), or ""."""
+    settings, shares = set(), []
+    for group in groups:
+        for run in group.runs:
+            info = ((run.status.get("metrics_info") or {}).get("moments") or {})
+            last = run.trace.iloc[-1]
+            if "moments_discarded" not in run.trace.columns or "discard" not in info:
+                continue
+            settings.add(info["discard"])
+            if last.get("n_collected", 0) > 0:
+                shares.append((float(last["moments_discarded"]), float(last["n_collected"])))
+    if not settings:
+        return ""
+    text = ", ".join(f"{v:g} of the collected samples" if isinstance(v, float)
+                     else f"the first {v} collected samples" for v in sorted(settings, key=str))
+    note = f"mean error, 2nd-moment error and b² leave out the warm-up (metrics.moments.discard: {text})"
+    if shares:
+        counts = [d for d, _ in shares]
+        fractions = [d / n for d, n in shares]
+        note += (f": {statistic(min(counts))}–{statistic(max(counts))} samples per run at the "
+                 f"last checkpoint ({min(fractions):.1%}–{max(fractions):.1%})")
+    return note
 
 
 def ranking_tables(results: Results) -> list[Table]:

@@ -259,12 +259,19 @@ def hyperparameter_table(results: Results, target: str) -> Table:
 
 
 def results_table(results: Results, target: str) -> Table:
-    """Final metrics per sampler on ``target``: mean ± sd over seeds, and the seed count."""
+    """Final metrics per sampler on ``target``: mean ± sd over seeds, and the seed count. A run
+    the runner flagged (stuck, non-finite; ``status.json`` flags) counts with ESS 0, and its
+    group's label carries the flag (as in :mod:`ckam_bench.report.ranking`)."""
     rows = []
-    for label, runs in row_groups(results, target):
-        last = final_rows(pd.concat([r.trace for r in runs], ignore_index=True))
+    for group in results.groups(target):
+        last = final_rows(pd.concat([r.trace for r in group.runs], ignore_index=True))
+        flagged = last["run_id"].isin([r.run_id for r in group.flagged])
+        for col in ("ess_min", "ess_per_second"):
+            if col in last.columns:
+                last.loc[flagged, col] = 0.0
         cells = [mean_sd(last[col]) if col in last.columns else NA
                  for col, _, _ in RESULT_COLUMNS]
+        label = f"{group.label} {group.flag_text()}".rstrip()
         rows.append([label, *cells, str(last["run_id"].nunique())])
     return Table(title=f"Results on {target} (last checkpoint; mean ± sd over seeds)",
                  stem=f"results_{target}",

@@ -16,8 +16,11 @@ log[exp(−β KL(q‖π)) · E_q α]:
 with the proposal's own ε₁ among the J draws, G computed at the current x before the accept
 step, and L₀ = σI (σ = 2). Everything is in log space (the authors' code divides by raw
 densities and underflows); a draw whose log density or gradient is not finite contributes no
-term (the authors skip zero densities). Costs J density and J gradient evaluations per
-iteration (both counted). Defaults β = 0.2, γ = 0.002, h = 10/γ₀, J = 10.
+term (the authors skip zero densities) and counts as a rejection: while L adapts (γ_t > 0), m
+such draws out of J multiply L by 0.99^(m/J) (:data:`~ckam_bench.samplers.base.NONFINITE_SHRINK`),
+since the entropy term alone would grow L. Costs J density and J gradient evaluations per
+iteration (both counted; the scout's step below calls the same density-and-gradient function, so
+an adaptive Scout iteration counts J + 1 of each). Defaults β = 0.2, γ = 0.002, h = 10/γ₀, J = 10.
 
 Validity. With a constant γ (the paper) the adaptation never stops, and the chain is not
 guaranteed to target π; measured from exact draws of banana_dm (32 chains × 8000 iterations),
@@ -75,7 +78,7 @@ from scipy.spatial import cKDTree
 from scipy.special import log_ndtr
 
 from ckam_bench import jit
-from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
+from ckam_bench.samplers.base import NONFINITE_SHRINK, Block, ChainState, Sampler, check_start
 from ckam_bench.schedules import Constant, Window
 from ckam_bench.targets.base import Target
 
@@ -167,14 +170,11 @@ class _PythonDensity:
 
 
 def _compile(fn, signature):
-    """``fn`` compiled for one explicit signature with numba (disk cache when possible)."""
-    try:
-        dispatcher = numba.njit(cache=True)(fn)
-    except RuntimeError:
-        dispatcher = numba.njit(fn)
-    dispatcher.compile(signature)
-    dispatcher.disable_compile()
-    return dispatcher
+    """``fn`` compiled for one explicit signature with numba (a :class:`ckam_bench.jit.Kernel`:
+    disk cache when possible, calls recorded for the run's provenance)."""
+    kern = jit.Kernel(fn, signature[1:], signature[:1])
+    kern.compile()
+    return kern
 
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -258,6 +258,7 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
             for b in range(d):
                 G[a, b] = 0.0
             G[a, a] = beta / L[a, a]
+        n_bad = 0
         for j in range(n_draws):
             if j == 0:
                 lp = logp_y
@@ -272,6 +273,7 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
             for a in range(d):
                 ok = ok and math.isfinite(g[a])
             if not ok:
+                n_bad += 1
                 continue
             c = beta + 1.0 if lp < logp else beta
             c *= inv_j
@@ -313,6 +315,11 @@ def _dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamm
                     L[a, b] = G[a, b]
         else:
             n_skipped += 1
+        if n_bad > 0 and rates[i] > 0.0:  # non-finite draws: α = 0, no gradient; L shrinks
+            factor = NONFINITE_SHRINK ** (n_bad * inv_j)
+            for a in range(d):
+                for b in range(a + 1):
+                    L[a, b] *= factor
         col = n_draws * d + 1
         if scout:  # random-walk step of the scout on π^τ (the gradient goes to scratch)
             for a in range(d):
@@ -703,9 +710,9 @@ class DivergenceMinimisation(Sampler):
             out = _dm_loop(_PythonDensityGrad(self.target), *args)
         (logp, logp_s, gamma_mult, bank_seen, samples, log_ratio, accepted_flags, logps, scales, n_nonfinite,
          n_skipped, tried, accepted) = out
-        per_iter = self.n_draws + (1 if self._scout else 0)
+        per_iter = self.n_draws + (1 if self._scout else 0)  # the scout's step evaluates f too
         self.target.n_density += per_iter * n
-        self.target.n_grad += self.n_draws * n
+        self.target.n_grad += per_iter * n
         new = DMState(x=x, logp=float(logp), t=state.t + n, chol=chol, gamma_mult=float(gamma_mult),
                       scout_x=s if self._scout else state.scout_x, scout_logp=float(logp_s),
                       swaps_tried=state.swaps_tried + int(tried), swaps_accepted=state.swaps_accepted + int(accepted),
@@ -896,6 +903,7 @@ class _ScoutMixin:
             state.scout_logp = float(walk(f, s, float(state.scout_logp), normals, self.tau, self._scout_sd))
             state.scout_x = s
             target.n_density += self.scout_warmup
+            target.n_grad += self.scout_warmup  # f is the density-and-gradient
         return state
 
 

@@ -20,9 +20,10 @@ each an exact draw from its full conditional, so the sweep leaves the joint post
 distributed as the target. Nothing is accepted or rejected (acceptance 1) and nothing needs
 tuning, which is why the certified horseshoe reference is built with it: the target's funnels
 (β_j against log λ_j for the null coefficients) stall gradient samplers, not a Gibbs sweep.
-Its cost is one p × p Cholesky factorisation per iteration (O(p³), p = 20 here) and no
-density evaluation: the log density of the start and of the last state of each block is
-computed uncounted, for the state, so the count stays 0 and ESS per density evaluation is N/A.
+Its cost is one p × p Cholesky factorisation per iteration (O(p³), p = 20 here); a sweep
+evaluates no density. The log density of the start and of the last state of each block is
+evaluated for the chain state (its log π, which the runner checks) and counted like every
+evaluation, so ``n_density`` is the number of blocks plus one.
 
 The auxiliaries (ν, ξ, a) are part of the chain's state (saved for resume); ``init`` draws
 them from their conditionals given the start. Random numbers: per iteration p standard
@@ -169,7 +170,7 @@ class HorseshoeGibbs(Sampler):
         self.target, self.rng = target, rng
         self._stats = target.regression_statistics()
         self._sweeps = sweeps()
-        x, logp = check_start(target, x0, counted=False)
+        x, logp = check_start(target, x0)
         nu, aux = auxiliaries_given(x, self._stats[1].shape[0], rng)
         return GibbsState(x=x, logp=logp, t=0, nu=nu, aux=aux)
 
@@ -180,8 +181,10 @@ class HorseshoeGibbs(Sampler):
         x, nu, aux = state.x.copy(), state.nu.copy(), state.aux.copy()
         samples = np.empty((n, x.shape[0]))
         self._sweeps(x, nu, aux, xtx, xty, yty, float(n_obs), normals, expo, g_tau, g_sigma, samples)
+        if self._sweeps is _gibbs_sweeps and jit.AVAILABLE:
+            jit.ran_compiled()
         block = Block(samples=samples, accepted=np.ones(n, dtype=bool), accept_prob=np.ones(n),
                       phase=np.zeros(n, dtype=np.int8), step_size=np.full(n, np.nan),
                       noise=np.full(n, np.nan))
-        logp = float(self.target._log_density(x))
+        logp = float(self.target.log_density(x))  # the state's log π (counted)
         return GibbsState(x=x, logp=logp, t=state.t + n, nu=nu, aux=aux), block

@@ -36,7 +36,10 @@ paper). Then β ← β[1 + ρ_β(1[accepted] − α*)] (ρ_β = 0.02, α* = 0.25
 β₀ = 1) and the usual MH accept/reject with the proposal made from the L *before* the update.
 L₀ = (``init_scale``/√d)·I (0.1/√d in the paper). A diagonal entry that an update would push to
 ≤ 0 is halved instead (a guard the paper does not need to state: the RMSprop step is at most
-η per entry and β/L_ii pushes small entries up). After burn-in L is fixed: gadRWM is then a
+η per entry and β/L_ii pushes small entries up). A proposal whose log density or gradient is not
+finite is a rejection (α = 0, so β shrinks) without a gradient: instead of the step, L is
+multiplied by :data:`~ckam_bench.samplers.base.NONFINITE_SHRINK` (0.99), so a run of such
+proposals shrinks the proposal (the entropy term alone would grow it). After burn-in L is fixed: gadRWM is then a
 random walk with steps Lε (it needs no gradient: density evaluations only), gadMALA a
 preconditioned MALA costing two O(d²) products per iteration (u_y is reused as the next u_x).
 
@@ -58,7 +61,7 @@ import numpy as np
 
 from ckam_bench import jit
 from ckam_bench.adaptation import rmsprop
-from ckam_bench.samplers.base import ChainState
+from ckam_bench.samplers.base import NONFINITE_SHRINK, ChainState
 from ckam_bench.samplers.hamiltonian import (
     GradientSampler,
     _all_finite,
@@ -181,8 +184,6 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
         if mode == RWM:
             y = x + L @ eps
         else:
-            if adapting:
-                u_x = L.T @ g
             y = x + L @ (0.5 * u_x + eps)
         logp_y = f(y, gy)
         n_evals += 1
@@ -201,11 +202,13 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
         accept = log_u[i] < r
         accepted[i] = accept
         accept_prob[i] = alpha
-        if adapting:
+        if adapting and not finite:  # α = 0 and no gradient: L shrinks (base.NONFINITE_SHRINK)
+            L *= NONFINITE_SHRINK
+        elif adapting:
             for j in range(d):
                 diag_before[j] = L[j, j]
             k = 0
-            if finite and r < 0.0:  # min{0, log r} has a gradient
+            if r < 0.0:  # min{0, log r} has a gradient
                 if mode == MALA_EXACT:
                     h(y, hess)
                     n_hessian += 1
@@ -214,12 +217,15 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
             for j in range(d):
                 if not L[j, j] > 0.0:
                     L[j, j] = 0.5 * diag_before[j]
+        if adapting:
             beta = beta * (1.0 + rho_beta * ((1.0 if accept else 0.0) - target_accept))
         if accept:
             x = y
             logp = logp_y
             g[:] = gy
             u_x[:] = u_y
+        if adapting and mode != RWM:  # u_x = Lᵀ∇log π(x) with the L the next iteration uses
+            u_x = L.T @ g
         logps[i] = logp
         if not adapting:
             samples[n_collected] = x

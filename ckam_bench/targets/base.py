@@ -175,3 +175,47 @@ class Target:
         targets that read data put a digest of it there)."""
         settings = json.dumps(self.describe(), sort_keys=True, default=str)
         return f"{self.name}-{hashlib.sha256(settings.encode()).hexdigest()[:10]}"
+
+
+def check_target(target, label: str) -> None:
+    """The target contract, checked when a target is built (``label``: its config name).
+
+    Required: a :class:`Target` with ``dim >= 1`` and ``_log_density(x)`` finite at ``start``.
+    Optional, each checked when present: ``start`` (d,), ``box`` (d, 2) with low < high,
+    ``_grad_log_density`` (d,), ``sample(n, rng)`` (n, d), ``marginal_logpdf`` together with
+    ``marginal_cdf``, ``mean`` / ``variance`` (d,). A class that keeps the default ``name``
+    takes its config name. Raises ``ValueError`` naming the target and the member.
+    """
+    where = f"target '{label}'"
+    if not isinstance(target, Target):
+        raise ValueError(f"{where}: _target_ must build a ckam_bench.targets.base.Target, "
+                         f"got {type(target).__name__}")
+    if getattr(target, "name", "target") == "target":
+        target.name = label
+    d = getattr(target, "dim", None)
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"{where}: dim must be an integer >= 1 (call super().__init__(dim, ...) "
+                         f"in __init__), got {d!r}")
+    if type(target)._log_density is Target._log_density:
+        raise ValueError(f"{where}: defines no _log_density(x) (required: the unnormalised "
+                         "log density of a point of shape (dim,))")
+    if np.shape(target.start) != (d,):
+        raise ValueError(f"{where}: start has shape {np.shape(target.start)}, needs ({d},)")
+    if target.box is not None and not np.all(target.box[:, 0] < target.box[:, 1]):
+        raise ValueError(f"{where}: box rows must be [low, high] with low < high")
+    if type(target).marginal_logpdf is Target.marginal_logpdf and target.has_marginals:
+        raise ValueError(f"{where}: defines marginal_cdf but not marginal_logpdf (the KL "
+                         "metric needs both)")
+    if target.has_gradient and not target.noisy:
+        g = np.asarray(target._grad_log_density(np.array(target.start, float)))
+        if g.shape != (d,):
+            raise ValueError(f"{where}: _grad_log_density returns shape {g.shape}, needs ({d},)")
+    if target.has_exact_sampler:
+        draws = np.asarray(target.sample(2, np.random.default_rng(0)))
+        if draws.shape != (2, d):
+            raise ValueError(f"{where}: sample(n, rng) returns shape {draws.shape} for n=2, "
+                             f"needs (n, {d})")
+    for member in ("mean", "variance"):
+        value = getattr(target, member)
+        if value is not None and np.shape(value) != (d,):
+            raise ValueError(f"{where}: {member} has shape {np.shape(value)}, needs ({d},)")

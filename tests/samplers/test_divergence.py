@@ -213,7 +213,7 @@ def test_counts_phases_and_burnin():
     state = sampler.init(target, None, np.random.default_rng(0))
     target.reset_counters()
     state, block = sampler.advance(state, 250)
-    assert target.n_grad == 4 * 100
+    assert target.n_grad == (4 + 1) * 100  # J draws and the scout's step
     assert target.n_density == (4 + 1) * 100 + 2 * 150
     assert FiniteScout(scout_warmup=7).init(target, None, np.random.default_rng(0)) is not None
     assert target.n_density == (4 + 1) * 100 + 2 * 150 + 1 + 7

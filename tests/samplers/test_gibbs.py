@@ -85,7 +85,8 @@ def test_blocks_do_not_change_the_chain_and_loops_agree(loop):  # noqa: F811
     np.testing.assert_array_equal(whole.samples, np.concatenate(parts))
     assert whole.accepted.all() and np.all(whole.accept_prob == 1.0)
     assert s1.logp == pytest.approx(target._log_density(s1.x))
-    assert target.n_density == 0  # no density evaluation is counted: a sweep evaluates none
+    # a sweep evaluates no density; the state's log π is evaluated once at the start and once per block
+    assert target.n_density == (1 + 1) + (1 + 3)
 
 
 def test_gibbs_chain_is_the_same_compiled_and_in_python(monkeypatch):
@@ -128,6 +129,6 @@ def test_gibbs_run_on_horseshoe_is_scored_against_the_shipped_reference(tmp_path
                f"hydra.run.dir={tmp_path / 'run'}")
     assert out.returncode == 0, out.stderr
     last = pd.read_parquet(tmp_path / "run" / "trace.parquet").iloc[-1]
-    assert last["iterations"] == 20000 and last["acceptance"] == 1.0 and last["n_density"] == 0
+    assert last["iterations"] == 20000 and last["acceptance"] == 1.0
+    assert 0 < last["n_density"] < 20000  # the state's log π, once per block
     assert last["mean_error"] < 0.5  # 42 coordinates against the reference (MC error ~0.1 here)
-    assert math.isnan(last["ess_per_density"])

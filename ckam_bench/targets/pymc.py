@@ -1,0 +1,452 @@
+r"""A PyMC model as a target: ``ckam-bench target=pymc target.model=PKG.MODULE:FUNCTION``.
+
+``target.model`` names a function that takes no argument and returns a ``pymc.Model``, either
+as ``package.module:function`` (an importable module) or as ``path/to/file.py:function``. The
+target is the model's joint log density on the *unconstrained* space, with the log-Jacobians of
+PyMC's default transforms (``log`` for positive variables, ``logodds`` for (0, 1), …):
+
+.. math::
+    \log\pi(x) = \log p(\theta(x), y) + \log\lvert\det J_{\theta}(x)\rvert,
+
+where :math:`x` is the flat vector of the model's value variables (``model.value_vars``, in
+order, each raveled in C order) and :math:`\theta(x)` their constrained values. PyMC builds the
+graph (``model.logp()``, Jacobians included), pytensor differentiates it and compiles it with
+its numba backend (``mode="NUMBA"``; pytensor caches the compiled code on disk, so a model
+compiles once per machine). The harness compiles a small wrapper ``f(x, grad_out) -> log π(x)``
+around pytensor's jitted function (:mod:`ckam_bench.jit`), so the samplers' compiled loops call
+the density without returning to Python. With ``CKAM_BENCH_JIT=0`` the Python loops call the
+same graph compiled by pytensor's default (C) backend, and no numba code runs.
+
+**Data.** The model's observed values and its ``pm.Data`` containers are not compiled in: they
+are inputs of the compiled function, read from one flat float64 buffer of the target (cast back
+to their dtypes inside the graph), so ``target.data=FILE.npz`` (arrays named after observed
+variables or ``pm.Data`` containers, same shapes) runs the same model on other data without a
+recompilation; simulation-based calibration (:mod:`ckam_bench.sbc`) relies on this. Other arrays
+used by the model (plain numpy covariates) are constants of the compiled code.
+
+**Start.** ``init=support_point`` (default) starts from PyMC's initial point (each variable's
+support point, no jitter); ``init=prior`` from a prior draw with ``init_seed``. The root
+``start=[...]`` still overrides both, on the unconstrained scale.
+
+**Stored samples.** ``samples.parquet`` holds the unconstrained coordinates ``x0 … x{d-1}``
+(their names, e.g. ``tau_log__``, are in :attr:`PyMCModel.coordinates`) and, next to them, the
+model's variables on the constrained scale under the model's names (``tau``, ``theta[3]``,
+``L[0,1]``): the free variables and the deterministics, or only ``var_names`` when given, as
+``pm.sample`` stores them (:meth:`PyMCModel.constrain`).
+
+PyMC is an optional extra (``pip install "ckam-bench[pymc]"``); without it the target is a
+configuration error that says what to install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import logging
+import os
+import re
+import sys
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ckam_bench import jit
+from ckam_bench.targets.base import Target
+
+INSTALL = 'pip install "ckam-bench[pymc]"'
+INITS = ("support_point", "prior")
+
+
+class ModelError(ValueError):
+    """``target.model`` (or another key of the PyMC target) is unusable; the message starts
+    with the key's name (``model …``), as the CLI's messages for constructor errors do."""
+
+
+def _pymc():
+    # arviz (imported by pymc) announces its optional backends at INFO level through the root
+    # logger, which Hydra's console handler would print
+    logging.getLogger("arviz").setLevel(logging.WARNING)
+    try:
+        import pymc
+        import pytensor  # noqa: F401
+    except ImportError as exc:
+        raise ModelError(f"model needs PyMC, which is not installed ({exc}): {INSTALL}") from None
+    return pymc
+
+
+# ---------------------------------------------------------------------------- loading
+_SPEC = re.compile(r"^(?P<where>[^:]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def load_function(spec: str):
+    """The model function named by ``spec`` (``package.module:function`` or
+    ``path/to/file.py:function``)."""
+    found = _SPEC.match(str(spec).strip()) if isinstance(spec, str) else None
+    if found is None:
+        raise ModelError(f"model must be PACKAGE.MODULE:FUNCTION or path/to/file.py:FUNCTION, "
+                         f"got {spec!r}")
+    where, name = found["where"], found["function"]
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        path = Path(where).expanduser().resolve()
+        if not path.is_file():
+            raise ModelError(f"model names no Python file: {str(path)!r}")
+        module_name = "ckam_bench_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+        try:
+            loader = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[module_name] = module
+            loader.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(module_name, None)
+            raise ModelError(f"model cannot be loaded from {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except Exception as exc:
+            raise ModelError(f"model cannot import module {where!r}: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ModelError(f"model names a function {name!r} that {where!r} does not define")
+    return function
+
+
+_MODELS: dict = {}
+
+
+def load_model(spec: str):
+    """``spec``'s ``pymc.Model`` (built once per process and spec)."""
+    pm = _pymc()
+    if spec in _MODELS:
+        return _MODELS[spec]
+    function = load_function(spec)
+    try:
+        model = function()
+    except Exception as exc:
+        raise ModelError(f"model failed: {spec} raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(model, pm.Model):
+        raise ModelError(f"model must return a pymc.Model: {spec} returned {type(model).__name__}")
+    if not model.free_RVs:
+        raise ModelError(f"model has no free random variable to sample: {spec}")
+    discrete = [rv.name for rv in model.free_RVs if rv.dtype.startswith(("int", "uint", "bool"))]
+    if discrete:
+        raise ModelError(f"model has discrete free variables ({', '.join(discrete)}) in {spec}; "
+                         "ckam-bench samples continuous parameters only")
+    _MODELS[spec] = model
+    return model
+
+
+def model_dim(spec) -> int:
+    """The number of unconstrained coordinates of ``spec``'s model (the ``${pymc_dim:...}``
+    resolver of ``conf/target/pymc.yaml``, so sampler configs can read ``${target.dim}``)."""
+    point = load_model(spec).initial_point(0)
+    return int(sum(np.size(v) for v in point.values()))
+
+
+def _element_names(name: str, shape: tuple) -> list[str]:
+    if shape == ():
+        return [name]
+    return [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(*shape)]
+
+
+# ---------------------------------------------------------------------------- compiled graph
+@dataclass
+class _Layout:
+    """How the model's variables sit in the flat vectors: value variables in x, data inputs in
+    the data buffer, stored (constrained) variables in the output of ``constrain``."""
+
+    values: list  # (value variable, shape, slice of x)
+    data: dict  # name -> (graph variable, shape, dtype, slice of the data buffer)
+    observed: dict  # observed variable's name -> the name of its data in ``data``
+    stored: list  # (name, graph variable, shape)
+    dim: int
+    n_data: int
+
+
+def _layout(model, var_names) -> _Layout:
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    point = model.initial_point(0)
+    values, start = [], 0
+    for rv in model.free_RVs:
+        value = model.rvs_to_values[rv]
+        shape = tuple(np.shape(point[value.name]))
+        size = int(np.prod(shape, dtype=np.int64))
+        values.append((value, shape, slice(start, start + size)))
+        start += size
+    data, observed, offset = {}, {}, 0
+
+    def add(name, var):
+        nonlocal offset
+        for key, (v, *_) in data.items():
+            if v is var:
+                return key
+        array = np.asarray(var.get_value() if isinstance(var, SharedVariable) else var.data)
+        data[name] = (var, array.shape, array.dtype, slice(offset, offset + array.size))
+        offset += array.size
+        return name
+
+    for rv in model.observed_RVs:
+        var = model.rvs_to_values[rv]
+        if isinstance(var, (SharedVariable, Constant)):
+            observed[rv.name] = add(var.name if isinstance(var, SharedVariable) else rv.name, var)
+    for var in model.data_vars:
+        if isinstance(var, SharedVariable):
+            add(var.name, var)
+    free = {rv.name: rv for rv in model.free_RVs}
+    determ = {d.name: d for d in model.deterministics}
+    names = list(free) + list(determ) if var_names is None else list(var_names)
+    unknown = [n for n in names if n not in free and n not in determ]
+    if unknown:
+        raise ModelError(f"var_names holds {', '.join(map(repr, unknown))}, not free variables or "
+                         f"deterministics of the model (those are {', '.join(list(free) + list(determ))})")
+    fn = model.compile_fn([free.get(n, determ.get(n)).shape for n in names], inputs=[],
+                          point_fn=False, mode="FAST_COMPILE")  # shapes at the initial point
+    shapes = fn() if names else []
+    stored = [(n, free.get(n, determ.get(n)), tuple(int(s) for s in shape))
+              for n, shape in zip(names, shapes)]
+    return _Layout(values, data, observed, stored, start, offset)
+
+
+def _default_data(layout: _Layout) -> np.ndarray:
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    buffer = np.empty(max(layout.n_data, 1))
+    for var, _, _, where in layout.data.values():
+        value = var.get_value() if isinstance(var, SharedVariable) else var.data
+        buffer[where] = np.asarray(value, dtype=float).ravel()
+    return buffer
+
+
+_COMPILED: dict = {}
+_WRAPPERS: dict = {}  # (spec, stored names) -> the latest compiled wrappers, buffer, owner
+
+
+def _functions(spec: str, model, layout: _Layout, mode: str):
+    """pytensor functions of (x, data buffer): log π, (log π, ∇ log π), the stored variables.
+    Compiled once per process for each spec and mode."""
+    key = (spec, mode, tuple(name for name, *_ in layout.stored))
+    if key in _COMPILED:
+        return _COMPILED[key]
+    import pytensor
+    import pytensor.tensor as pt
+    from pymc.pytensorf import compile as compile_pymc
+
+    x = pt.TensorType("float64", shape=(layout.dim,))("x")
+    buffer = pt.TensorType("float64", shape=(max(layout.n_data, 1),))("data")
+    replace = {value: x[where].reshape(shape) for value, shape, where in layout.values}
+    for var, shape, dtype, where in layout.data.values():
+        replace[var] = buffer[where].reshape(shape).astype(dtype)
+    logp = pytensor.clone_replace(model.logp(), replace)
+    grad = pytensor.grad(logp, x)
+    stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored] or [pt.zeros(0)]
+    # the stored variables as functions of the value variables (free variables back-transformed)
+    stored = model.replace_rvs_by_values(stored)
+    stored = pytensor.clone_replace(stored, replace)
+    with model:
+        out = tuple(compile_pymc([x, buffer], outputs, mode=mode, trust_input=True,
+                                 on_unused_input="ignore")  # a model without data
+                    for outputs in ([logp], [logp, grad], [pt.concatenate(stored)]))
+    _COMPILED[key] = out
+    return out
+
+
+if jit.AVAILABLE:
+    import numba
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _as_pointer(typingctx, address):
+        """An integer address as a void pointer (for numba.carray)."""
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+        return types.voidptr(types.intp), codegen
+
+
+def _compile_wrappers(logp_fn, both_fn, buffer: np.ndarray):
+    """njit-ed ``f(x) -> log π(x)`` and ``f(x, grad_out) -> log π(x)`` calling pytensor's jitted
+    functions with the target's data buffer, read through its address (the buffer belongs to
+    the target, which keeps it alive and fixed in place)."""
+    inner_logp, inner_both = logp_fn.vm.jit_fn, both_fn.vm.jit_fn
+    address, n = buffer.ctypes.data, buffer.shape[0]
+
+    def log_density(x):
+        data = numba.carray(_as_pointer(address), (n,), np.float64)
+        return inner_logp(x, data)[0][()]
+
+    def log_density_and_grad(x, grad_out):
+        data = numba.carray(_as_pointer(address), (n,), np.float64)
+        logp, grad = inner_both(x, data)
+        grad_out[:] = grad
+        return logp[()]
+
+    return numba.njit(log_density), numba.njit(log_density_and_grad)
+
+
+# ---------------------------------------------------------------------------- target
+class PyMCModel(Target):
+    """The posterior of a PyMC model on its unconstrained space (see the module docstring).
+
+    Parameters
+    ----------
+    model : ``package.module:function`` or ``path/to/file.py:function``, a function of no
+        argument returning a ``pymc.Model``.
+    dim : the number of unconstrained coordinates; must match the model (a config key so
+        sampler configs can read ``${target.dim}``; conf/target/pymc.yaml computes it).
+    init : ``support_point`` (PyMC's initial point) or ``prior`` (a prior draw).
+    init_seed : the seed of the prior draw (``init=prior``).
+    var_names : the variables stored on the constrained scale; None = every free variable
+        and deterministic.
+    data : an ``.npz`` file of arrays replacing the model's observed data or ``pm.Data``
+        containers of the same names and shapes; None keeps the model's own.
+    """
+
+    def __init__(self, model: str, dim: int | None = None, init: str = "support_point",
+                 init_seed: int = 0, var_names: list | None = None, data: str | None = None):
+        pm_model = load_model(model)
+        if init not in INITS:
+            raise ModelError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+        if var_names is not None:
+            var_names = [str(v) for v in var_names]
+        self.spec = str(model)
+        self.model = pm_model
+        self.layout = _layout(pm_model, var_names)
+        if dim is not None and int(dim) != self.layout.dim:
+            raise ModelError(f"dim must be {self.layout.dim} for model {self.spec}, got {dim}")
+        super().__init__(self.layout.dim, self._initial_point(init, int(init_seed)))
+        where, function = self.spec.rsplit(":", 1)
+        stem = Path(where).stem if where.endswith(".py") else where.rsplit(".", 1)[-1]
+        self.name = f"pymc_{stem}" if function == "model" else f"pymc_{stem}_{function}"
+        self.label = self.name  # the run's target label (ckam_bench.cli.build): not just "pymc"
+        self.init, self.init_seed, self.data_file = init, int(init_seed), data
+        self.buffer = _default_data(self.layout)
+        if data is not None:
+            self.set_data(_read_data(data))
+        self.coordinates = [n for value, shape, _ in self.layout.values
+                            for n in _element_names(value.name, shape)]
+        self.stored_names = [n for name, _, shape in self.layout.stored
+                             for n in _element_names(name, shape)]
+        self._mode = None
+        self._jitted = None
+
+    def _initial_point(self, init: str, seed: int) -> np.ndarray:
+        from pymc.initial_point import make_initial_point_fn
+
+        overrides = {rv: "prior" for rv in self.model.free_RVs} if init == "prior" else None
+        point = make_initial_point_fn(model=self.model, overrides=overrides, jitter_rvs=set(),
+                                      return_transformed=True)(seed)
+        return np.concatenate([np.ravel(point[v.name]) for v, _, _ in self.layout.values])
+
+    # ------------------------------------------------------------------ data
+    @property
+    def data_names(self) -> list[str]:
+        """Names of the arrays ``set_data`` accepts (observed variables, ``pm.Data``)."""
+        return list(self.layout.data)
+
+    def set_data(self, arrays: dict) -> None:
+        """Replace observed data / ``pm.Data`` values in place (same names and shapes); the
+        compiled functions read the new values at their next call."""
+        for name, value in arrays.items():
+            if name not in self.layout.data:
+                raise ModelError(f"data names {name!r}, not observed data or a pm.Data container of "
+                                 f"the model (those are {', '.join(self.layout.data) or 'none'})")
+            _, shape, dtype, where = self.layout.data[name]
+            value = np.asarray(value)
+            if value.shape != shape:
+                raise ModelError(f"data must give {name!r} the shape {shape}, got {value.shape}")
+            flat = value.astype(float).ravel()
+            if not np.all(np.isfinite(flat)) or not np.array_equal(flat.astype(dtype), value.ravel()):
+                raise ModelError(f"data must give {name!r} finite values of dtype {dtype}")
+            self.buffer[where] = flat
+
+    # ------------------------------------------------------------------ compiled functions
+    def _fns(self):
+        mode = "NUMBA" if jit.enabled() else "FAST_RUN"
+        fns = _functions(self.spec, self.model, self.layout, mode)
+        if mode == "NUMBA":  # the jitted functions, called directly (no pytensor overhead)
+            return [f.vm.jit_fn for f in fns]
+        return fns
+
+    def _log_density(self, x: np.ndarray) -> float:
+        return float(self._fns()[0](np.ascontiguousarray(x, dtype=float), self.buffer)[0])
+
+    def _grad_log_density(self, x: np.ndarray) -> np.ndarray:
+        return self.log_density_and_grad_uncounted(x)[1]
+
+    def log_density_and_grad_uncounted(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp, grad = self._fns()[1](np.ascontiguousarray(x, dtype=float), self.buffer)
+        return float(logp), np.array(grad, dtype=float)
+
+    def log_density_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """(log π(x), ∇ log π(x)) from one compiled call; counts one of each."""
+        self.n_density += 1
+        self.n_grad += 1
+        return self.log_density_and_grad_uncounted(x)
+
+    def _compiled(self):
+        """The compiled wrappers reading this target's data buffer. Compiling them takes a few
+        seconds, so a process keeps one set per model and hands it to the next target of that
+        model once the previous one is gone (sequential runs of a sweep or of an SBC); the new
+        target then moves its data into the buffer they read. A target of the same model built
+        while another still lives gets wrappers of its own."""
+        if self._jitted is None:
+            key = (self.spec, tuple(name for name, *_ in self.layout.stored))
+            entry = _WRAPPERS.get(key)
+            if entry is None or entry["owner"]() is not None:
+                fns = _functions(self.spec, self.model, self.layout, "NUMBA")
+                entry = {"buffer": self.buffer, "owner": weakref.ref(self),
+                         "wrappers": _compile_wrappers(fns[0], fns[1], self.buffer)}
+                _WRAPPERS[key] = entry
+            else:
+                entry["buffer"][:] = self.buffer
+                self.buffer = entry["buffer"]
+                entry["owner"] = weakref.ref(self)
+            self._jitted = entry["wrappers"]
+        return self._jitted
+
+    def jit_log_density(self):
+        """Compiled ``f(x) -> log π(x)`` (uncounted; :mod:`ckam_bench.jit`)."""
+        return self._compiled()[0] if jit.AVAILABLE else None
+
+    def jit_log_density_and_grad(self):
+        """Compiled ``f(x, grad_out) -> log π(x)`` writing ∇ log π(x) into ``grad_out``."""
+        return self._compiled()[1] if jit.AVAILABLE else None
+
+    # ------------------------------------------------------------------ constrained values
+    def constrain(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables on the constrained scale at each row of ``X`` (n, d), as
+        columns named after the model's variables (``theta[3]``)."""
+        fn = self._fns()[2]
+        X = np.asarray(X, dtype=float)
+        out = np.empty((X.shape[0], len(self.stored_names)))
+        for i in range(X.shape[0]):
+            out[i] = fn(np.ascontiguousarray(X[i]), self.buffer)[0]
+        return {name: out[:, j] for j, name in enumerate(self.stored_names)}
+
+    # ------------------------------------------------------------------ description
+    def describe(self) -> dict:
+        """The model, its data and a fingerprint of its density (log π at three fixed points,
+        10 significant digits), so a changed model never matches another's reference."""
+        probes = [np.zeros(self.dim), np.linspace(-1.0, 1.0, self.dim), self.start]
+        fingerprint = ",".join(f"{self._log_density(p):.10g}" for p in probes)
+        return {**super().describe(), "model": self.spec, "coordinates": self.coordinates,
+                "data_sha256": hashlib.sha256(self.buffer.tobytes()).hexdigest()[:16],
+                "logp_sha256": hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}
+
+
+def _read_data(path) -> dict:
+    path = Path(str(path)).expanduser()
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {k: archive[k] for k in archive.files}
+    except Exception as exc:
+        raise ModelError(f"data cannot be read from {str(path)!r} as an .npz file: "
+                         f"{type(exc).__name__}: {exc}") from None
+

@@ -1,0 +1,175 @@
+"""ckam-bench-sbc: simulations from the prior, ranks, the uniformity test and verdict, bad input,
+and (slow) both ways end to end: a correct sampler passes on two models, a sampler with a wrong
+acceptance ratio fails, and a re-run resumes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never skips there
+
+from ckam_bench import sbc  # noqa: E402
+from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
+from ckam_bench.validate import ConfigError  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+MODELS = TESTS / "pymc_models.py"
+
+
+def settings(**kw):
+    return {"simulations": 100, "draws": 99, "bins": 20, "seed": 0, "alpha": 0.01, "dir": None, **kw}
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("simulations", 1, "sbc.simulations: must be an integer in [2"),
+    ("draws", 0, "sbc.draws: must be an integer in [1"),
+    ("bins", 7, "sbc.bins: must divide sbc.draws + 1 = 100, got 7"),
+    ("alpha", 1.5, "sbc.alpha: must be a number in (0, 1)"),
+    ("seed", -1, "sbc.seed: must be an integer in [0"),
+])
+def test_bad_settings_name_the_key(key, value, message):
+    with pytest.raises(ConfigError) as info:
+        sbc.check_settings(settings(**{key: value}))
+    assert str(info.value).startswith(message)
+
+
+def test_ranks_thinning_and_the_uniformity_test():
+    assert sbc.ranks_of(np.array([0.1, 0.5, 0.9]), 0.6) == 2
+    np.testing.assert_array_equal(sbc.thin(10, 4), [0, 3, 6, 9])
+    assert sbc.thin(3, 4).size == 0  # fewer rows than draws: unusable
+    rng = np.random.default_rng(0)
+    uniform = rng.integers(0, 100, size=(2000, 3))
+    counts, p = sbc.uniformity_test(uniform, draws=99, bins=20)
+    assert counts.shape == (20, 3) and np.all(counts.sum(axis=0) == 2000)
+    assert np.all(p > 0.001)
+    # a sampler too narrow by half puts the truth in the tails: U-shaped ranks
+    narrow = np.clip(np.round(100 * (0.5 + 2 * (rng.random((2000, 1)) - 0.5))), 0, 99).astype(int)
+    result = sbc.verdict(np.column_stack([uniform[:, :1], narrow]), ["a", "b"], 99, 20, 0.01)
+    assert result["verdict"] == "fail" and result["worst_variable"] == "b"
+    assert result["p_value"] == min(1.0, 2 * min(result["p_values"].values()))
+    assert sbc.verdict(uniform, ["a", "b", "c"], 99, 20, 0.01)["verdict"] == "pass"
+
+
+def test_simulations_are_joint_prior_predictive_draws():
+    target = PyMCModel(f"{MODELS}:normal_mean")
+    truth, data = sbc.simulate(target, 400, seed=3)
+    assert list(truth) == ["mu"] and truth["mu"].shape == (400,)
+    assert len(data) == 400 and set(data[0]) == {"y"} and data[0]["y"].shape == (5,)
+    y_mean = np.array([d["y"].mean() for d in data])
+    # y_i | mu ~ N(mu, 1): the mean of 5 observations minus mu is N(0, 1/5)
+    assert np.std(y_mean - truth["mu"]) == pytest.approx(np.sqrt(0.2), rel=0.15)
+    assert np.std(truth["mu"]) == pytest.approx(1.0, rel=0.15)
+    again, _ = sbc.simulate(target, 400, seed=3)
+    np.testing.assert_array_equal(again["mu"], truth["mu"])
+    counts = PyMCModel(f"{MODELS}:gamma_poisson")
+    truth, data = sbc.simulate(counts, 5, seed=0)
+    assert data[0]["k"].dtype.kind == "i"
+    counts.set_data(data[0])  # simulated data fit the model's data
+
+
+def sbc_command(*args, cwd, pythonpath=None):
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "ckam_bench.sbc", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=3000, env=env)
+
+
+@pytest.mark.parametrize("args, key", [
+    (["target=gmm2d"], "target: ckam-bench-sbc simulates data from a PyMC model"),
+    (["target=pymc", f"target.model={MODELS}:normal_mean", "sbc.bins=7"], "sbc.bins"),
+    (["target=pymc", "target.model=nonsense"], "target.model"),
+    (["target=pymc", f"target.model={MODELS}:normal_mean", "sampler=gadmala_exact"], "sampler"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_created(tmp_path, args, key):
+    proc = sbc_command(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ckam-bench-sbc: invalid configuration: {key}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_is_not_this_sbc_is_refused_untouched(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep")
+    proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", f"sbc.dir={folder}",
+                       cwd=tmp_path)
+    assert proc.returncode == 2 and "refused: sbc.dir" in proc.stderr
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+# ---------------------------------------------------------------------------- both ways
+CORRECT = ["sampler=mala", "sampler.burn_in=1000", "budget.max_iterations=21000",
+           "budget.seconds=120", "checkpoint.on=iterations", "checkpoint.first=5000",
+           "progress=false", "sbc.simulations=100"]
+
+
+def _verdict(folder: Path) -> dict:
+    return json.loads((folder / sbc.VERDICT).read_text())
+
+
+def _outputs_complete(folder: Path, n: int) -> None:
+    for name in ("truth.npz", "ranks.parquet", "rank_histograms.png", "ecdf_difference.png"):
+        assert (folder / name).stat().st_size > 0, name
+    assert len(list((folder / "simulations").glob("*.npz"))) == n
+    assert len(pd.read_parquet(folder / sbc.RANKS).simulation.unique()) == n
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["normal_mean", "gamma_poisson"])
+def test_a_correct_sampler_passes(tmp_path, model):
+    folder = tmp_path / "sbc"
+    extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if model == "gamma_poisson" else []
+    proc = sbc_command("target=pymc", f"target.model={MODELS}:{model}", *CORRECT, *extra,
+                       f"sbc.dir={folder}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = _verdict(folder)
+    assert result["verdict"] == "pass" and result["p_value"] >= 0.01, result
+    assert result["simulations"] == 100 and not result["left_out"]
+    assert "SBC PASS" in proc.stdout
+    _outputs_complete(folder, 100)
+
+
+@pytest.mark.slow
+def test_a_wrong_acceptance_ratio_fails(tmp_path):
+    """Accepting with (π(y)/π(x))⁴ samples π⁴, half the posterior sd: U-shaped ranks. (With
+    (π(y)/π(x))², sd / √2, 200 simulations of seed 0 gave p = 0.033: too weak an effect.)"""
+    folder = tmp_path / "sbc"
+    proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", "sampler=rw",
+                       "sampler._target_=sbc_samplers.PoweredRatioWalk", "sampler.step_size=1.0",
+                       "budget.max_iterations=20000", "budget.seconds=120", "progress=false",
+                       "sbc.simulations=100", f"sbc.dir={folder}", cwd=tmp_path, pythonpath=TESTS)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    result = _verdict(folder)
+    assert result["verdict"] == "fail" and result["p_value"] < 0.01, result  # measured: 0.0028
+    counts = np.array(result["counts"]["mu"])
+    assert counts[0] + counts[-1] > 1.5 * 2 * 100 / 10  # measured: 22 + 13
+
+
+@pytest.mark.slow
+def test_a_rerun_resumes_and_skips_complete_runs(tmp_path):
+    folder = tmp_path / "sbc"
+    args = ["target=pymc", f"target.model={MODELS}:normal_mean", *CORRECT[:-1],
+            "sbc.simulations=10", f"sbc.dir={folder}"]
+    first = sbc_command(*args, cwd=tmp_path)
+    assert first.returncode in (0, 1), first.stderr[-3000:]
+    before = _verdict(folder)
+    sim = folder / "runs" / "sim_4"
+    mtime = (folder / "runs" / "sim_0" / "trace.parquet").stat().st_mtime
+    for name in ("trace.parquet", "samples.parquet", "status.json"):  # as if killed early
+        (sim / name).unlink()
+    second = sbc_command(*args, cwd=tmp_path)
+    assert second.returncode == first.returncode, second.stderr[-3000:]
+    assert second.stderr.count("already complete for this config, skipped") == 9
+    assert (folder / "runs" / "sim_0" / "trace.parquet").stat().st_mtime == mtime
+    after = _verdict(folder)
+    assert after["p_value"] == before["p_value"] and after["counts"] == before["counts"]
+    other = sbc_command(*args[:-2], "sbc.simulations=12", f"sbc.dir={folder}", cwd=tmp_path)
+    assert other.returncode == 2 and "refused: sbc.dir" in other.stderr
