@@ -111,3 +111,31 @@ def reference_columns(reference_name: str) -> dict[str, np.ndarray]:
                 raise ValueError(f"{reference_name}: the columns of {var} are not {var}[1..n]")
             out[var] = flat[:, [c for _, c in entries]]
     return out
+
+
+def suite_name(model_spec: str) -> str | None:
+    """The posteriordb name of a ``target.model`` string of the suite, else None."""
+    return next((p.name for p in SUITE.values() if p.model == model_spec), None)
+
+
+_REFERENCES: dict = {}
+
+
+def reference_for(target):
+    """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference.
+    Reference`) of a ``target=pymc`` target running a suite model on its shipped data; None for
+    any other target (another model, or other data through ``target.data``)."""
+    name = suite_name(getattr(target, "spec", None))
+    if name is None or getattr(target, "data_file", None) is not None:
+        return None
+    from ckam_bench.posteriordb.models import harness_reference
+    from ckam_bench.reference import Reference
+
+    key = (name, target.reference_id())
+    if key not in _REFERENCES:  # the moments and the MMD both ask
+        _REFERENCES[key] = harness_reference(name, target)
+    certificate, arrays = _REFERENCES[key]
+    return Reference(samples=arrays["samples"].astype(float), chain=arrays["chain"], mean=arrays["mean"],
+                     second_moment=arrays["second_moment"], variance=arrays["variance"],
+                     fourth_moment=arrays["fourth_moment"], mcse_mean=arrays["mcse_mean"],
+                     certificate=certificate, path=REFERENCE_DIR / f"{SUITE[name].reference}.npz")
