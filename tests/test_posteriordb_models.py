@@ -187,3 +187,21 @@ def test_harness_reference_is_readable_and_certified(tmp_path):
     np.testing.assert_allclose(reference.mean, u.mean(axis=0))
     np.testing.assert_allclose(reference.variance, u.var(axis=0))
     assert reference.samples.shape == (10_000, 10) and certificate["diagnostics"]["rhat_max"] < 1.01
+
+
+@pytest.mark.parametrize("flags, reason", [([], "out of budget"), (["stuck"], "stuck"),
+                                           (["nonfinite_proposals"], "diverging")])
+def test_suite_report_marks_runs_that_never_get_there(tmp_path, flags, reason):
+    import pandas as pd
+
+    from ckam_bench.report.aggregate import StoredRun
+    from ckam_bench.report.posteriordb_suite import run_evaluations
+
+    trace = pd.DataFrame({"checkpoint": [0, 1, 2], "bias2": [0.5, 0.005, 0.002],
+                          "n_grad": [100.0, 200.0, 300.0], "n_density": [100.0, 200.0, 300.0]})
+    run = StoredRun(tmp_path, {"flags": flags}, None, {}, trace)
+    assert run_evaluations(run) == (200.0, "")
+    run = StoredRun(tmp_path, {"flags": flags}, None, {}, trace.assign(bias2=[0.5, 0.005, 0.02]))
+    assert run_evaluations(run) == (np.inf, reason)
+    density_only = trace.assign(n_grad=0.0, n_density=[10.0, 20.0, 30.0])
+    assert run_evaluations(StoredRun(tmp_path, {"flags": flags}, None, {}, density_only)) == (20.0, "")
