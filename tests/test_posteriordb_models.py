@@ -205,3 +205,28 @@ def test_suite_report_marks_runs_that_never_get_there(tmp_path, flags, reason):
     assert run_evaluations(run) == (np.inf, reason)
     density_only = trace.assign(n_grad=0.0, n_density=[10.0, 20.0, 30.0])
     assert run_evaluations(StoredRun(tmp_path, {"flags": flags}, None, {}, density_only)) == (20.0, "")
+
+
+@pytest.mark.slow
+def test_suite_sweep_end_to_end(tmp_path):
+    """``ckam-bench -m experiment=posteriordb sampler=nuts`` runs every suite model against
+    posteriordb's reference, and the suite report has a table per posterior plus the suite's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ckam_bench.report.aggregate import load_results
+    from ckam_bench.report.posteriordb_suite import tables
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=posteriordb",
+                           "sampler=nuts", "budget.seconds=1", "progress=false",
+                           f"hydra.sweep.dir={tmp_path}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    statuses = [json.loads(p.read_text()) for p in tmp_path.glob("*/status.json")]
+    assert len(statuses) == len(SUITE)
+    assert all(s["metrics_info"]["moments"]["truth"] == "reference" for s in statuses)
+    out = tables(load_results(tmp_path))
+    assert len(out) == len(SUITE) + 1 and all(len(t.rows) == 1 for t in out)
