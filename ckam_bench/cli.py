@@ -152,7 +152,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,
-        block_seconds=cfg.block_seconds,
+        block_seconds=cfg.block_seconds, threads=cfg.threads,
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("ckam-bench", "numpy", "scipy", "numba", "pandas", "pyarrow", "hydra-core",
-            "omegaconf", "arviz-stats")
+            "omegaconf", "arviz-stats", "threadpoolctl")
 
 
 def load_average() -> list[float] | None:

@@ -31,13 +31,19 @@ clock), ``sampler_wall_seconds, sampler_cpu_seconds, wall_seconds, eval_seconds`
 outside the sampler, warm-up excluded), ``iterations, n_collected, n_density, n_grad,
 n_nonfinite, n_jitter, acceptance, acceptance_<phase>…, step_size, noise, iters_per_second,``
 the sampler's own ``trace_columns``, the metric columns (``kl, kl_outside, ess_min,
-ess_median, ess_max`` by default), ``ess_per_second``, ``ess_per_density`` and
-``ess_per_grad`` (min ESS per sampler second, density and gradient evaluation).
+ess_median, ess_max, mcse_max, ess_min_stored`` by default; ``ess_*`` on the whole collected
+chain, fed block by block), ``ess_per_second``, ``ess_per_density`` and ``ess_per_grad`` (min
+ESS per sampler second, density and gradient evaluation).
 
 **Clocks.** ``budget.clock=wall`` (default) counts the wall time of the sampler's calls;
-``budget.clock=cpu`` the CPU time of the sampler's thread, which another process competing
+``budget.clock=cpu`` the CPU time of the whole process (``time.process_time``: every thread,
+BLAS and numba workers included) while the sampler advances, which another process competing
 for the cores does not inflate. Both are recorded in every row; a run whose sampler got less
 than 80 % of a core is marked ``contended`` in its status.
+
+**Threads.** One chain is one core: the run pins the BLAS/OpenMP thread pools
+(``threadpoolctl``) and numba's threads to ``threads`` (default 1) and records the counts in
+``provenance.threads``.
 
 **Flags.** A sampler that goes wrong says so: every status carries ``flags`` (a list, empty
 for a healthy run) and ``flag_notes`` (flag → sentence) from :meth:`Runner.flags` — ``stuck``
@@ -69,6 +75,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -228,8 +235,10 @@ class Runner:
                  progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
                  diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
                  max_overhead: float | None = 0.03, status_extra: dict | None = None,
-                 checkpoint_unit: str = "seconds"):
+                 checkpoint_unit: str = "seconds", threads: int = 1):
         self.sampler = sampler
+        self.threads = int(threads)
+        self.thread_counts: dict = {}
         self.target = target
         self.metrics = metrics
         self.budget = budget
@@ -418,7 +427,8 @@ class Runner:
         cpu_share = _ratio(self.clock_cpu, self.clock_wall)
         flags = self.flags()
         ran, why = self.loops()
-        provenance = {**self.status_extra.get("provenance", {}), "loops": ran, "loops_note": why}
+        provenance = {**self.status_extra.get("provenance", {}), "loops": ran, "loops_note": why,
+                      "threads": self.thread_counts or {"requested": self.threads}}
         return {
             "state": state,
             "reason": reason,
@@ -575,6 +585,28 @@ class Runner:
                 self.folder.release()
 
     def _run(self) -> dict:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=self.threads):
+            return self._run_pinned()
+
+    def _pin_numba(self) -> None:
+        """Numba's parallel threads to ``threads`` (once numba is loaded), and the counts that
+        apply to the run into ``provenance.threads``."""
+        import sys
+
+        from threadpoolctl import threadpool_info
+
+        counts = {"requested": self.threads,
+                  "blas_openmp": {f"{p['internal_api']}:{Path(p['filepath']).name}":
+                                  p["num_threads"] for p in threadpool_info()}}
+        numba = sys.modules.get("numba")
+        if numba is not None:
+            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+            counts["numba"] = numba.get_num_threads()
+        self.thread_counts = counts
+
+    def _run_pinned(self) -> dict:
         resume = self.folder.resume
         wall_start = time.perf_counter()
         bar = _Progress(self.progress, self.budget.seconds,
@@ -610,10 +642,11 @@ class Runner:
         t0 = time.perf_counter()
         self.sampler.warm_up(self.target)  # untimed: e.g. JIT compilation
         self.warmup_seconds += time.perf_counter() - t0
-        t0, c0 = time.perf_counter(), time.thread_time()
+        self._pin_numba()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.chain = self.sampler.init(self.target, self.x0, self.rng)
         self.clock_wall += time.perf_counter() - t0
-        self.clock_cpu += time.thread_time() - c0
+        self.clock_cpu += time.process_time() - c0
         if resume is not None:
             self._restore(resume.arrays, resume.meta)
         self.folder.write_status(self._status("running", "", self.wall_offset))
@@ -627,11 +660,11 @@ class Runner:
             n = min(n, self._iterations_until_limits(cost))
             before = (self.target.n_density, self.target.n_grad)
             kernels = jit.KERNEL_CALLS
-            t0, c0 = time.perf_counter(), time.thread_time()
+            t0, c0 = time.perf_counter(), time.process_time()
             self.chain, block = self.sampler.advance(self.chain, n)
             dt = time.perf_counter() - t0
             self.clock_wall += dt
-            self.clock_cpu += time.thread_time() - c0
+            self.clock_cpu += time.process_time() - c0
             self.blocks += 1
             self.compiled_blocks += jit.KERNEL_CALLS > kernels
             self._record_block(block)

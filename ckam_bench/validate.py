@@ -22,6 +22,7 @@ import importlib
 import inspect
 import math
 import numbers
+import os
 import types
 import typing
 
@@ -194,6 +195,7 @@ def _check_run_keys(plain: dict) -> None:
     _positive_number(plain, "checkpoint.every", allow_none=True, limit=MAX_COUNT)
     _positive_number(plain, "checkpoint.max_overhead", allow_none=True)
     _positive_number(plain, "block_seconds", limit=3600)
+    _positive_int(plain, "threads", limit=os.cpu_count() or 1)
     for key in ("samples_capacity", "diagnostics_capacity", "diagnostics_head"):
         _positive_int(plain, f"metrics.{key}", limit=MAX_ROWS)
     if plain.get("progress") not in ("auto", True, False):

@@ -15,20 +15,21 @@
 # What runs (every sampler takes its Table 1-3 values from conf/preset/<experiment>/):
 #
 #   experiment             runs                            budget   runs  sampler time
-#   paper_bimodal          rw am rbam gam kam ckam          300 s     35       10500 s
-#                          ckam_finite x 5
-#   paper_gmm2d            (the same 7 samplers) x 5        120 s     35        4200 s
-#   paper_gmm32            (the same 7 samplers) x 5        300 s     35       10500 s
+#   paper_bimodal          rw am rbam gam kam ckam          300 s     40       12000 s
+#                          ckam_finite ckam_dim x 5
+#   paper_gmm2d            (the same 8 samplers) x 5        120 s     40        4800 s
+#   paper_gmm32            (the same 8 samplers) x 5        300 s     40       12000 s
 #   paper_bimodal_long     ckam ckam_finite x 5            1200 s     10       12000 s
 #   paper_gmm2d_long       ckam ckam_finite x 5             600 s     10        6000 s
 #   paper_bimodal_kernels  ckam x {linear,gaussian,matern}  120 s     15        1800 s
 #                          x 5
-#   total                                                            140       45000 s
+#   total                                                            155       48600 s
 #
 # ckam is cKAM as published (re-adapts every cycle: not pi-invariant), ckam_finite its
-# finite-adaptation variant (README, Validity). Then the stationarity check (ckam-bench-check)
-# of both on the bimodal target, 100 chains from exact draws tested at cycles 1-60 (about
-# 2 x 6 min; --quick: 50 chains, cycles 1-10), whose drift figure and verdicts the report shows.
+# finite-adaptation variant, ckam_dim its diminishing-adaptation variant (README, Validity).
+# Then the stationarity check (ckam-bench-check) of the three on the bimodal target, 100 chains
+# from exact draws tested at cycles 1-60 (about 3 x 6 min; --quick: 50 chains, cycles 1-10),
+# whose drift figure and verdicts the report shows.
 #
 # Budgets (measured on this code, 2 jobs on 2 cores, seed 0): bimodal 300 s: cKAM reaches
 # the second mode after ~3 s and keeps switching (KL between 0.01 and 0.7 from 20 to 300 s)
@@ -44,10 +45,10 @@
 # (15 runs): cKAM with the Matérn kernel has crossed between the bimodal modes several times
 # by then (at least 6 crossings seen in the thinned samples).
 #
-# Expected runtime on 2 cores (--jobs 2): 45000 s / 2 = 6.3 h of sampler time. The wall clock
+# Expected runtime on 2 cores (--jobs 2): 48600 s / 2 = 6.8 h of sampler time. The wall clock
 # adds what runs outside the sampler clock (measured by scripts/bench_throughput.py: metrics
 # and bookkeeping cost 3-8 % on top for the compiled RW/AM/RBAM/GAM, 2-3 % for KAM/cKAM) and ~3 s of
-# start-up per run: about 7 h in all, 14 h / N with --jobs N on N free cores. --quick: 524 s
+# start-up per run: about 7.5 h in all, 15 h / N with --jobs N on N free cores. --quick: 580 s
 # of sampler time, about 7 min on 2 cores including start-up, the checks and the figures.
 #
 # Results: DIR/<experiment>/<job>_<sampler>_<target>_s<seed>/ (one Hydra sweep per experiment,
@@ -75,9 +76,9 @@ seed_list=$(seq -s, 0 $(( seeds - 1 )))
 # figures tell the sets of cKAM runs apart by budget. The comparison budgets let KAM pass its
 # burn-in (40 % of budget x the preset's throughput) and collect samples.
 experiments=(
-    "paper_bimodal 7 6"
-    "paper_gmm2d 7 6"
-    "paper_gmm32 7 16"
+    "paper_bimodal 8 6"
+    "paper_gmm2d 8 6"
+    "paper_gmm32 8 16"
     "paper_bimodal_long 2 12"
     "paper_gmm2d_long 2 12"
     "paper_bimodal_kernels 3 4"
@@ -104,11 +105,11 @@ for line in "${experiments[@]}"; do
     sweep "$name" "$dir" "${args[@]}"
 done
 
-# The stationarity check of published cKAM and of its finite-adaptation variant on the bimodal
-# target (the drift figure and verdict table of the report's Validity section).
+# The stationarity check of published cKAM and of its finite- and diminishing-adaptation
+# variants on the bimodal target (the drift figure and verdict table of the report's Validity section).
 if [[ $quick == 1 ]]; then check_args=(check.n_chains=50 "check.times=[1000,2000,5000,10000]")
 else check_args=(check.n_chains=100 "check.times=[1000,5000,10000,20000,40000,60000]"); fi
-for sampler in ckam ckam_finite; do
+for sampler in ckam ckam_finite ckam_dim; do
     dir="$out/checks/paper_bimodal_$sampler"
     if [[ -f "$dir/check.json" ]]; then
         echo "== check $sampler: already in $dir"

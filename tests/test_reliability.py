@@ -60,6 +60,8 @@ BAD = [
     (["seed=-1"], "seed: must be an integer >= 0"),
     (["target.weights=[0,1]"], "target.weights must be"),
     (["progress=maybe"], "progress: must be auto, true or false"),
+    (["threads=0"], "threads: must be an integer >= 1"),
+    (["threads=100000"], "threads: must be at most"),
 ]
 
 

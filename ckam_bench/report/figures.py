@@ -53,11 +53,11 @@ from matplotlib.figure import Figure
 from ckam_bench.report import validity
 from ckam_bench.report.aggregate import Group, Results, StoredRun, aggregate, common_grid
 
-SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam", "ckam_finite")
+SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam", "ckam_finite", "ckam_dim")
 SAMPLER_COLOURS = {
     "rw": "#7f7f7f", "am": "#1f77b4", "rbam": "#2ca02c", "gam": "#9467bd",
     "kam": "#ff7f0e", "ckam": "#d62728", "ckam_authors": "#8c564b",
-    "ckam_finite": "#e377c2",
+    "ckam_finite": "#e377c2", "ckam_dim": "#17becf",
 }
 KERNEL_COLOURS = {"matern": "#d62728", "gaussian": "#1f77b4", "linear": "#2ca02c"}
 X_LABELS = {

@@ -118,6 +118,41 @@ law converges to π, and so does that of every collected state. The exploration 
 over each cycle, the kernel proposal) and the cheap sampling phase are kept; only the
 per-cycle re-adaptation goes. ``describe()`` reports ``adaptation: finite`` and T_f.
 
+**cKAM with diminishing adaptation** (:class:`DiminishingCyclicalKAM`, ``sampler=ckam_dim``).
+The cycles go on as published (exploration with the noise γ_τ restarting at every cycle, a
+fixed function of τ; the cheap cosine walk in the sampling phase), but nothing is reset and
+every adapted quantity moves by less and less. With s the adaptation clock (exploration
+iterations of the whole run, s = c·n_explore + τ in cycle c) and ξ = (z, ν, Σ):
+
+* history: a uniform reservoir (capacity ``history_size``) of the exploration states of
+  *all* cycles; z is redrawn from it with probability p_s = ``subsample_prob(s)`` (PowerDecay
+  (1 + s)^(−1/2): p_s → 0, Σ p_s = ∞, KAM's rule);
+* ν: log ν ← Π[log ν + η_s(α − α*)], η_s = ``adaptation`` on the clock s, Π the projection on
+  [log ν_min, log ν_max] (``step_size_bounds``);
+* Σ, at the transition of cycle c: Σ̂_c = (γ/ν)² I + A_θ A_θᵀ (published cKAM's matrix) and
+  Σ_c = Π_Λ[Σ_{c−1} + w_c (Σ̂_c − Σ_{c−1})] (Σ_0 = Π_Λ Σ̂_0), w_c = ``covariance_rate(c)``
+  (PowerDecay (1 + c)^(−1): the mean of the cycles' estimates), Π_Λ clipping the eigenvalues
+  into [λ_min, λ_max] (``covariance_bounds``); ν_0 = 2ν/(cos βπ + 1) with the current ν.
+
+Validity (Roberts & Rosenthal 2007: diminishing adaptation and containment imply that the
+law of the chain converges to π). For fixed ξ every step is an MH step whose proposal
+depends only on (θ, ξ, τ) — exploration: N(θ, γ_τ² I + ν² A_θ A_θᵀ) with both densities
+from the same z; sampling: a symmetric Gaussian — so the cycle kernel P_ξ leaves π invariant, and it is
+π-irreducible and aperiodic (γ_τ ≥ γ_end > 0). *Diminishing adaptation*: from one
+iteration to the next ξ changes only through a redraw of z (probability p_s → 0), a step
+of log ν of at most η_s (→ 0), or a move of Σ of at most w_c·(λ_max − λ_min) (→ 0) once per
+cycle, so sup_θ ‖P_{ξ_{t+1}}(θ, ·) − P_{ξ_t}(θ, ·)‖ → 0 in probability. *Containment*: ν
+lies in [ν_min, ν_max] and Σ's eigenvalues in [λ_min, λ_max], and for a kernel with bounded
+gradients (Gaussian, Matérn at a fixed lengthscale: the defaults) A_θ A_θᵀ ⪯ 4M·sup‖∇k‖² I,
+so every proposal covariance of the cycle is bounded above, and those of the exploration
+steps below by γ_end² I: on targets with super-exponential tails and regular contours (the
+Gaussian mixtures here; Jarner & Hansen 2000) such random-walk-type kernels share a drift
+condition with V ∝ π^(−1/2) and a small set, which gives containment (Bai, Roberts &
+Rosenthal 2011 make this argument for adaptive Metropolis with bounded covariances).
+The chain is then ergodic for π; this is a sketch of the standard argument, and the
+stationarity check (chains started from π stay at π, README, Validity) is its test.
+``describe()`` reports ``adaptation: diminishing`` when p, η and w all decay to 0.
+
 Compiled loops (:mod:`ckam_bench.jit`; ``CKAM_BENCH_JIT=0`` switches them off): with numba
 and a target that has a compiled density, the sampling phase runs RW's compiled kernel. The
 KAM iteration stays in Python (the kernel gradients call scipy's Bessel functions, which
@@ -152,7 +187,8 @@ from ckam_bench.samplers.random_walk import metropolis_walk, warm_up_walk
 from ckam_bench.schedules import CyclicalCosine
 from ckam_bench.targets.base import Target
 
-__all__ = ["KAMState", "CyclicalKAMState", "KAM", "CyclicalKAM", "proposal_covariance"]
+__all__ = ["KAMState", "CyclicalKAMState", "DiminishingCKAMState", "KAM", "CyclicalKAM",
+           "DiminishingCyclicalKAM", "proposal_covariance"]
 
 _PIVOT_TOL = 1e-12
 _MAX_JITTER_TRIES = 40
@@ -197,6 +233,15 @@ class CyclicalKAMState(KAMState):
     """γ frozen into Σ at the transition."""
 
 
+@dataclass(kw_only=True)
+class DiminishingCKAMState(CyclicalKAMState):
+    """State of cKAM with diminishing adaptation: cKAM's plus the running Σ."""
+
+    sigma: np.ndarray
+    """(d, d) Σ_c, the sampling covariance averaged over the cycles (zeros before the first
+    transition)."""
+
+
 # ---------------------------------------------------------------------------------- helpers
 # Upper bounds on sizes that allocate: a subsample of M points costs O(M d) memory and O(M d)
 # work per step (O(M² d) at a cKAM transition); a history reservoir O(H d) memory.
@@ -210,6 +255,16 @@ def _count(name: str, value, minimum: int, maximum: int | None = None) -> int:
     if maximum is not None and int(value) > maximum:
         raise ValueError(f"{name} must be at most {maximum:,}, got {int(value):,}")
     return int(value)
+
+
+def _bounds(name: str, value) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be two numbers [low, high], got {value!r}") from None
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise ValueError(f"{name} must be two finite numbers 0 < low < high, got {value!r}")
+    return lo, hi
 
 
 def _jitter_scale(diag_sum: float, d: int) -> float:
@@ -364,6 +419,8 @@ class _Kameleon(Sampler):
     """Hyperparameters and the KAM iteration shared by :class:`KAM` and :class:`CyclicalKAM`."""
 
     ridge: float = 1e-10
+    log_step_bounds: tuple[float, float] = (-math.inf, math.inf)
+    """log ν is kept in this interval (unbounded but for cKAM with diminishing adaptation)."""
 
     def _setup(self, kernel, step_size, subsample_size, adaptation, noise, subsample_prob):
         if not callable(getattr(kernel, "gradients", None)) or not callable(getattr(kernel, "fit", None)):
@@ -427,19 +484,23 @@ class _Kameleon(Sampler):
         return kern
 
     def _kam_segment(self, st: KAMState, kern, rec: BlockRecorder, i0: int, k: int,
-                     clock0: int, collect: bool, phase: int, adapt: bool = True):
+                     clock0: int, collect: bool, phase: int, adapt: bool = True,
+                     adapt_clock0: int | None = None):
         """Run k KAM iterations on ``st`` in place (schedule clock clock0, clock0 + 1, …).
 
         ``kern`` is the kernel fitted on the current subsample; returns the one fitted on the
         subsample at the end. Records diagnostics into rows i0 … i0 + k − 1 of ``rec``.
         ``adapt`` False (cKAM after its adaptation cycles) keeps z and ν fixed: no redraw,
         no step-size update (the same random numbers are drawn either way).
+        ``adapt_clock0``: the clock of ``subsample_prob`` and ``adaptation`` when it is not the
+        noise's (cKAM with diminishing adaptation); log ν is kept in ``self.log_step_bounds``.
         """
         d, m = st.x.shape[0], self.subsample_size
         draws = self.rng.standard_normal((k, d + 2 * m + 3))
         clocks = range(clock0, clock0 + k)
+        a0 = clock0 if adapt_clock0 is None else adapt_clock0
         gammas = [float(self.noise(s)) for s in clocks]
-        redraw = ((ndtr(draws[:, d + m + 1]) < [self.subsample_prob(s) for s in clocks]).tolist()
+        redraw = ((ndtr(draws[:, d + m + 1]) < [self.subsample_prob(s) for s in range(a0, a0 + k)]).tolist()
                   if adapt else [False] * k)
         noise_steps = draws[:, :d] * np.asarray(gammas)[:, None]  # γ_s ξ
         zeta = draws[:, d : d + m]
@@ -451,6 +512,7 @@ class _Kameleon(Sampler):
         log_density = self.target.log_density if self._density is None else self._density
         isfinite, exp, compiled = math.isfinite, math.exp, self._compiled
         update, ridge = self.adaptation.update, self.ridge
+        lo_step, hi_step = self.log_step_bounds
         hist, capacity, zbuf, samples = st.history, st.history.shape[0], st.z, rec.samples
         x, logp, log_nu = st.x, st.logp, st.log_step
         n_seen, n_sub = st.n_seen, st.n_sub
@@ -503,7 +565,7 @@ class _Kameleon(Sampler):
             alphas[j] = alpha
             nus[j] = nu
             if adapt:
-                log_nu = update(log_nu, alpha, clock0 + j)
+                log_nu = min(max(update(log_nu, alpha, a0 + j), lo_step), hi_step)
             if n_seen < capacity:
                 hist[n_seen] = x_old
             else:
@@ -728,3 +790,93 @@ class CyclicalKAM(_Kameleon):
         rec.n_collected = c0 + k
         rec.n_nonfinite += n_nonfinite
         st.logp, st.t = float(logp), st.t + k
+
+
+class DiminishingCyclicalKAM(CyclicalKAM):
+    """cKAM whose adaptation diminishes across cycles (the module docstring gives the update
+    of ξ = (z, ν, Σ) and the validity argument).
+
+    Parameters
+    ----------
+    kernel, step_size, subsample_size, cycle, noise, ridge : as :class:`CyclicalKAM` (ν starts
+        at ``step_size`` and is never reset; γ_τ restarts with every cycle).
+    adaptation : :class:`~ckam_bench.schedules.RobbinsMonro` on the adaptation clock s (the
+        exploration iterations of the whole run).
+    subsample_prob : redraw probability p_s on the clock s (PowerDecay: p_s → 0).
+    covariance_rate : weight w_c of cycle c's estimate Σ̂_c in Σ_c (c ≥ 1; Σ_0 = Σ̂_0).
+    history_size : capacity of the reservoir of exploration states (≥ subsample_size).
+    step_size_bounds : [ν_min, ν_max], the projection of the step size.
+    covariance_bounds : [λ_min, λ_max], the eigenvalues of Σ are clipped into it.
+    """
+
+    name = "ckam_dim"
+
+    def __init__(self, kernel, step_size: float, subsample_size: int, cycle: CyclicalCosine,
+                 adaptation, noise, subsample_prob, covariance_rate, history_size: int = 5000,
+                 step_size_bounds=(1e-3, 1e3), covariance_bounds=(1e-8, 1e8), ridge: float = 1e-10):
+        super().__init__(kernel, step_size, subsample_size, cycle, adaptation, noise, subsample_prob, ridge)
+        self.covariance_rate = _check_schedule("covariance_rate", covariance_rate)
+        self.history_size = _count("history_size", history_size, self.subsample_size, MAX_HISTORY)
+        lo, hi = _bounds("step_size_bounds", step_size_bounds)
+        if not lo <= self.step_size <= hi:
+            raise ValueError(f"step_size_bounds {[lo, hi]} must contain step_size {self.step_size}")
+        self.step_size_bounds = (lo, hi)
+        self.log_step_bounds = (math.log(lo), math.log(hi))
+        self.covariance_bounds = _bounds("covariance_bounds", covariance_bounds)
+
+    def describe(self) -> dict:
+        """``diminishing`` when the redraw probability, the step-size rate and the covariance
+        rate all decay to 0, else ``non-diminishing``; the cycle's numbers and the schedules."""
+        decays = all(getattr(s, "diminishing", False)
+                     for s in (self.subsample_prob, self.adaptation, self.covariance_rate))
+        return {"adaptation": "diminishing" if decays else "non-diminishing",
+                "cycle_length": self.cycle_length, "exploration_iterations": self.n_explore,
+                "noise_horizon": getattr(self.noise, "horizon", None),
+                "subsample_prob": repr(self.subsample_prob), "step_size_rate": repr(self.adaptation),
+                "covariance_rate": repr(self.covariance_rate)}
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> DiminishingCKAMState:
+        d = target.dim
+        return self._new_state(DiminishingCKAMState, target, x0, rng, self.history_size,
+                               chol=np.zeros((d, d)), sigma=np.zeros((d, d)))
+
+    def advance(self, state: DiminishingCKAMState, n: int):
+        st, owned = copy.copy(state), False  # as CyclicalKAM.advance
+        rec = BlockRecorder(n, self.target.dim)
+        L, n_explore = self.cycle_length, self.n_explore
+        kern = None
+        i = 0
+        while i < n:
+            tau = st.t % L
+            if tau < n_explore:
+                if not owned:
+                    st, owned = st.copy(), True
+                if kern is None or tau == 0:
+                    kern = self._fit(st.z[: st.n_sub])
+                if tau == 0 and st.n_sub >= 2:  # the sampling phase moved θ: A_θ, S_θ anew
+                    st.grads[: st.n_sub], st.gram[...] = centred_gradients(kern, st.x, st.z[: st.n_sub])
+                k = min(n - i, n_explore - tau)
+                kern = self._kam_segment(st, kern, rec, i, k, tau, collect=False, phase=0,
+                                         adapt_clock0=(st.t // L) * n_explore + tau)
+            else:
+                if tau == n_explore:
+                    self._transition(st, rec)
+                k = min(n - i, L - tau)
+                self._sampling_segment(st, rec, i, k, tau)
+            i += k
+        return st, rec.block()
+
+    def _transition(self, st: DiminishingCKAMState, rec: BlockRecorder) -> None:
+        """Σ_c = Π_Λ[Σ_{c−1} + w_c (Σ̂_c − Σ_{c−1})], Σ̂_c = (γ/ν)² I + A_θ A_θᵀ; ν_0, L_Σ."""
+        nu = math.exp(st.log_step)
+        gamma = float(self.noise(self.n_explore))
+        d = st.x.shape[0]
+        estimate = (gamma / nu) ** 2 * np.eye(d) + st.gram
+        c = st.t // self.cycle_length
+        sigma = estimate if c == 0 else st.sigma + float(self.covariance_rate(c)) * (estimate - st.sigma)
+        values, vectors = np.linalg.eigh(sigma)
+        st.sigma = (vectors * np.clip(values, *self.covariance_bounds)) @ vectors.T
+        st.chol, jittered = cholesky_repaired(st.sigma, self.ridge)
+        rec.n_jitter += jittered
+        st.initial_step = self.cycle.initial_step(nu)
+        st.sampling_noise = gamma
