@@ -11,7 +11,8 @@ of :data:`ckam_bench.posteriordb.SUITE`) are grouped per posterior and sampler c
   below, with the reason: ``stuck`` or ``diverging`` (non-finite proposals or state) when the
   runner flagged the run, else ``out of budget``;
 * **pass/fail** against the reference, on the unconstrained coordinates: the run's stored
-  draws (``samples.parquet``) have every mean within 0.1 reference sd of the reference mean and
+  draws (``samples.parquet``, without the first ``metrics.moments.discard`` fraction, as
+  for b²) have every mean within 0.1 reference sd of the reference mean and
   every sd within 10 % of the reference sd.
 
 Per posterior, the groups are ranked by the median over seeds of the evaluations to accuracy
@@ -72,6 +73,8 @@ def run_passes(run: StoredRun, name: str) -> bool | None:
     if samples is None or samples.empty:
         return None
     x = samples[[c for c in samples.columns if c.startswith("x") and c[1:].isdigit()]].to_numpy(float)
+    moments = ((run.config or {}).get("metrics") or {}).get("moments") or {}
+    x = x[int(len(x) * float(moments.get("discard", 0.0) or 0.0)):]  # the warm-up, as b² leaves it out
     mean, sd = _reference_moments(name)
     if x.shape[1] != mean.size:
         return None
