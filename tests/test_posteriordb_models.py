@@ -221,7 +221,7 @@ def test_suite_sweep_end_to_end(tmp_path):
 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=posteriordb",
-                           "sampler=nuts", "budget.seconds=1", "progress=false",
+                           "sampler=nuts", "seed=0", "budget.seconds=1", "progress=false",
                            f"hydra.sweep.dir={tmp_path}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-2000:]
