@@ -164,9 +164,14 @@ def find_reference(target) -> Path | None:
 
 
 def load_reference(target) -> Reference | None:
-    """``target``'s certified reference sample (shipped, else cached), or None if there is none."""
+    """``target``'s certified reference sample (shipped, else cached, else posteriordb's draws
+    for a model of the posteriordb suite), or None if there is none."""
     path = find_reference(target)
-    return None if path is None else read_reference(path, target.dim)
+    if path is None:
+        from ckam_bench.posteriordb import reference_for
+
+        return reference_for(target)
+    return read_reference(path, target.dim)
 
 
 # ---------------------------------------------------------------------------- certification

@@ -252,7 +252,7 @@ def test_every_experiment_sweep_composes(experiment):
     """Every (sampler, kernel) an experiment sweeps by default composes and instantiates."""
     cfg = composed(f"experiment={experiment}")
     params = cfg.hydra.sweeper.params
-    assert set(params) <= {"sampler", "kernel", "seed"}
+    assert set(params) <= {"sampler", "kernel", "seed", "target.model"}  # target.model: a suite
     seeds = [int(s) for s in str(params.seed).split(",")]
     assert seeds == list(range(len(seeds))) and len(seeds) >= 5  # 5 (cKAM) or the paper's repeats
     samplers = str(params.get("sampler", cfg.hydra.runtime.choices.sampler)).split(",")

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
 from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, paper_kamh,
-                               ranking, tables)
+                               posteriordb_suite, ranking, tables)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.rundir import FolderRefused
 
@@ -62,6 +62,7 @@ FIGURE_SOURCES["divergence"] = paper_divergence.figures  # Dharamshi et al.: Fig
 TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Tables 1-4
 FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 2, 4, 5
 TABLE_SOURCES["kamh"] = paper_kamh.tables  # Sejdinovic et al.: Figure 5 numbers
+TABLE_SOURCES["posteriordb"] = posteriordb_suite.tables  # the posteriordb suite's ranking
 
 
 def _int_list(text: str) -> list[int]:

@@ -203,9 +203,11 @@ def _layout(model, var_names) -> _Layout:
     if unknown:
         raise ModelError(f"var_names holds {', '.join(map(repr, unknown))}, not free variables or "
                          f"deterministics of the model (those are {', '.join(list(free) + list(determ))})")
-    fn = model.compile_fn([free.get(n, determ.get(n)).shape for n in names], inputs=[],
-                          point_fn=False, mode="FAST_COMPILE")  # shapes at the initial point
-    shapes = fn() if names else []
+    # shapes at the initial point, from the value variables (a pm.Flat cannot be drawn)
+    outs = model.replace_rvs_by_values([free.get(n, determ.get(n)).shape for n in names])
+    fn = model.compile_fn(outs, inputs=model.value_vars, point_fn=False, mode="FAST_COMPILE",
+                          on_unused_input="ignore")
+    shapes = fn(*[point[v.name] for v in model.value_vars]) if names else []
     stored = [(n, free.get(n, determ.get(n)), tuple(int(s) for s in shape))
               for n, shape in zip(names, shapes)]
     return _Layout(values, data, observed, stored, start, offset)

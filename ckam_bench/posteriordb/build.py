@@ -1,0 +1,51 @@
+"""Rebuild the shipped posteriordb files from a posteriordb checkout (run once by a maintainer,
+never at run time): ``python -m ckam_bench.posteriordb.build PATH`` where PATH is a checkout of
+github.com/stan-dev/posteriordb (the folder holding ``posterior_database/``).
+
+Transformations, also recorded in ``SOURCES.md``:
+
+- data ``posterior_database/data/data/<data>.json.zip`` -> ``data/<data>.npz``: one array per
+  JSON key, integers as int64 and reals as float64 (lossless);
+- reference draws ``posterior_database/reference_posteriors/draws/draws/<ref>.json.zip`` ->
+  ``reference/<ref>.npz``: ``names`` (posteriordb's column names, in its order) and ``draws``
+  (chains, draws per chain, columns) rounded to float32 (relative rounding 6e-8, far below the
+  Monte Carlo error of 10 000 draws), which halves the package size.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ckam_bench.posteriordb import DATA_DIR, REFERENCE_DIR, SUITE
+
+
+def _read_zipped_json(path: Path):
+    with zipfile.ZipFile(path) as archive:
+        (member,) = archive.namelist()
+        return json.loads(archive.read(member))
+
+
+def build(root: Path) -> None:
+    base = Path(root) / "posterior_database"
+    for data_name in sorted({p.data for p in SUITE.values()}):
+        raw = _read_zipped_json(base / "data" / "data" / f"{data_name}.json.zip")
+        arrays = {}
+        for key, value in raw.items():
+            array = np.asarray(value)
+            arrays[key] = array.astype(np.int64 if array.dtype.kind in "iub" else np.float64)
+        np.savez_compressed(DATA_DIR / f"{data_name}.npz", **arrays)
+    for ref_name in sorted({p.reference for p in SUITE.values()}):
+        chains = _read_zipped_json(base / "reference_posteriors" / "draws" / "draws" / f"{ref_name}.json.zip")
+        names = list(chains[0])
+        draws = np.array([[chain[name] for name in names] for chain in chains], dtype=np.float64)
+        np.savez_compressed(REFERENCE_DIR / f"{ref_name}.npz", names=np.array(names),
+                            draws=draws.transpose(0, 2, 1).astype(np.float32))
+
+
+if __name__ == "__main__":
+    build(Path(sys.argv[1]))

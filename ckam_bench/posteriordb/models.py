@@ -1,0 +1,300 @@
+"""The suite's PyMC models, one function per posteriordb posterior, each equal to posteriordb's
+Stan program (quoted in the docstring, commit in :data:`ckam_bench.posteriordb.POSTERIORDB_COMMIT`).
+
+Translation rules, so that the density on the unconstrained scale is Stan's up to a constant:
+
+- a Stan parameter without a prior statement is flat: ``pm.Flat`` (unbounded) or ``pm.HalfFlat``
+  (``<lower=0>``); Stan's ``<lower=0>`` is PyMC's log transform (``pm.HalfCauchy``,
+  ``pm.HalfNormal``, ``pm.HalfStudentT``, ``pm.Gamma``, ``pm.HalfFlat``), ``<lower=0, upper=1>``
+  its log-odds transform, ``ordered`` its ordered transform (Stan's: x1, log(x2 - x1));
+- a truncated Stan prior (``sigma ~ cauchy(0, 2.5)`` on ``<lower=0>``) is the half
+  distribution: they differ by the constant Stan drops;
+- variables are declared in the Stan order where a prior allows it (PyMC needs a variable's
+  parents first), and their names are Stan's.
+
+:func:`reference_values` gives posteriordb's reference draws as the model's value variables
+(constrained scale); :func:`unconstrained_reference` as unconstrained vectors in the order of the
+model's value variables (the order in which PyMC ravels a point).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.transforms import ordered
+
+from ckam_bench.posteriordb import POSTERIORDB_COMMIT, SUITE, load_data, reference_columns
+
+
+def eight_schools_centered() -> pm.Model:
+    """``theta ~ normal(mu, tau); y ~ normal(theta, sigma); mu ~ normal(0, 5);
+    tau ~ cauchy(0, 5)`` with ``real<lower=0> tau``; Stan declares theta, mu, tau."""
+    d = load_data("eight_schools")
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta = pm.Normal("theta", mu, tau, shape=int(d["J"]))
+        pm.Normal("y", theta, d["sigma"], observed=d["y"])
+    return model
+
+
+def eight_schools_noncentered() -> pm.Model:
+    """``theta_trans ~ normal(0, 1); theta = theta_trans * tau + mu; y ~ normal(theta, sigma);
+    mu ~ normal(0, 5); tau ~ cauchy(0, 5)`` with ``real<lower=0> tau``."""
+    d = load_data("eight_schools")
+    with pm.Model() as model:
+        theta_trans = pm.Normal("theta_trans", 0.0, 1.0, shape=int(d["J"]))
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta = pm.Deterministic("theta", theta_trans * tau + mu)
+        pm.Normal("y", theta, d["sigma"], observed=d["y"])
+    return model
+
+
+def kidscore_interaction() -> pm.Model:
+    """``vector[4] beta`` (flat), ``real<lower=0> sigma ~ cauchy(0, 2.5)``; ``kid_score ~
+    normal(beta[1] + beta[2] * mom_hs + beta[3] * mom_iq + beta[4] * mom_hs .* mom_iq, sigma)``."""
+    d = load_data("kidiq")
+    design = np.column_stack([np.ones_like(d["mom_iq"]), d["mom_hs"], d["mom_iq"], d["mom_hs"] * d["mom_iq"]])
+    with pm.Model() as model:
+        beta = pm.Flat("beta", shape=4)
+        sigma = pm.HalfCauchy("sigma", 2.5)
+        pm.Normal("kid_score", pt.dot(design, beta), sigma, observed=d["kid_score"])
+    return model
+
+
+def mesquite() -> pm.Model:
+    """``vector[7] beta`` and ``real<lower=0> sigma``, both flat; ``weight ~ normal(beta[1] +
+    beta[2] * diam1 + ... + beta[7] * group, sigma)``."""
+    d = load_data("mesquite")
+    design = np.column_stack([np.ones_like(d["weight"])] + [d[k] for k in (
+        "diam1", "diam2", "canopy_height", "total_height", "density", "group")])
+    with pm.Model() as model:
+        beta = pm.Flat("beta", shape=7)
+        sigma = pm.HalfFlat("sigma")
+        pm.Normal("weight", pt.dot(design, beta), sigma, observed=d["weight"])
+    return model
+
+
+def kilpisjarvi() -> pm.Model:
+    """``alpha ~ normal(pmualpha, psalpha); beta ~ normal(pmubeta, psbeta);
+    real<lower=0> sigma`` (flat); ``y ~ normal(alpha + beta * x, sigma)``."""
+    d = load_data("kilpisjarvi_mod")
+    with pm.Model() as model:
+        alpha = pm.Normal("alpha", d["pmualpha"], d["psalpha"])
+        beta = pm.Normal("beta", d["pmubeta"], d["psbeta"])
+        sigma = pm.HalfFlat("sigma")
+        pm.Normal("y", alpha + beta * d["x"], sigma, observed=d["y"])
+    return model
+
+
+def sblrc_blr() -> pm.Model:
+    """``vector[D] beta ~ normal(0, 10); real<lower=0> sigma ~ normal(0, 10);
+    y ~ normal(X * beta, sigma)``."""
+    d = load_data("sblrc")
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, 10.0, shape=int(d["D"]))
+        sigma = pm.HalfNormal("sigma", 10.0)
+        pm.Normal("y", pt.dot(d["X"], beta), sigma, observed=d["y"])
+    return model
+
+
+def arK() -> pm.Model:
+    """``alpha ~ normal(0, 10); beta[1:K] ~ normal(0, 10); real<lower=0> sigma ~ cauchy(0, 2.5);
+    y[t] ~ normal(alpha + sum_k beta[k] * y[t - k], sigma)`` for t = K+1..T."""
+    d = load_data("arK")
+    y, K = d["y"], int(d["K"])
+    lags = np.column_stack([y[K - k:len(y) - k] for k in range(1, K + 1)])  # row t: y[t-1..t-K]
+    with pm.Model() as model:
+        alpha = pm.Normal("alpha", 0.0, 10.0)
+        beta = pm.Normal("beta", 0.0, 10.0, shape=K)
+        sigma = pm.HalfCauchy("sigma", 2.5)
+        pm.Normal("y", alpha + pt.dot(lags, beta), sigma, observed=y[K:])
+    return model
+
+
+def garch11() -> pm.Model:
+    """``real mu; real<lower=0> alpha0; real<lower=0, upper=1> alpha1;
+    real<lower=0, upper=(1 - alpha1)> beta1``, all flat; ``sigma[1] = sigma1``,
+    ``sigma[t]^2 = alpha0 + alpha1 (y[t-1] - mu)^2 + beta1 sigma[t-1]^2``; ``y ~ normal(mu, sigma)``.
+
+    Stan's beta1 is flat on (0, 1 - alpha1): ``pm.Uniform`` adds its normalisation
+    -log(1 - alpha1), which the potential ``beta1_flat`` cancels. The variance recursion
+    v_t = c_t + beta1 v_{t-1} (v = sigma^2, c_1 = sigma1^2, c_t = alpha0 + alpha1 (y[t-1] - mu)^2)
+    is solved by recursive doubling, so the graph has no loop and no T x T matrix: starting from
+    v = c, the step k = 1, 2, 4, ... adds beta1^k v_{t-k}, after which
+    v_t = sum_{j < 2k} beta1^j c_{t-j}; once 2k >= T this is the recursion's solution.
+    """
+    d = load_data("garch")
+    y = d["y"]
+    T = len(y)
+    with pm.Model() as model:
+        mu = pm.Flat("mu")
+        alpha0 = pm.HalfFlat("alpha0")
+        alpha1 = pm.Uniform("alpha1", 0.0, 1.0)
+        beta1 = pm.Uniform("beta1", 0.0, 1.0 - alpha1)
+        pm.Potential("beta1_flat", pt.log1p(-alpha1))
+        v = pt.concatenate([pt.as_tensor([float(d["sigma1"]) ** 2]), alpha0 + alpha1 * (y[:-1] - mu) ** 2])
+        k = 1
+        while k < T:
+            v = pt.concatenate([v[:k], v[k:] + beta1**k * v[:-k]])
+            k *= 2
+        pm.Normal("y", mu, pt.sqrt(v), observed=y)
+    return model
+
+
+def _exp_quad_cov(x: np.ndarray, alpha, rho):
+    """Stan's ``gp_exp_quad_cov(x, alpha, rho)``: alpha^2 exp(-(x_i - x_j)^2 / (2 rho^2))."""
+    sq = np.subtract.outer(x, x) ** 2
+    return alpha**2 * pt.exp(-0.5 * sq / rho**2)
+
+
+def gp_regr() -> pm.Model:
+    """``rho ~ gamma(25, 4); alpha ~ normal(0, 2); sigma ~ normal(0, 1)`` (all ``<lower=0>``);
+    ``y ~ multi_normal(0, gp_exp_quad_cov(x, alpha, rho) + sigma I)`` (sigma, not sigma^2, on
+    the diagonal, as in the Stan program)."""
+    d = load_data("gp_pois_regr")
+    x = d["x"].astype(float)
+    with pm.Model() as model:
+        rho = pm.Gamma("rho", alpha=25.0, beta=4.0)
+        alpha = pm.HalfNormal("alpha", 2.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        cov = _exp_quad_cov(x, alpha, rho) + sigma * np.eye(len(x))
+        pm.MvNormal("y", np.zeros(len(x)), cov=cov, observed=d["y"])
+    return model
+
+
+def gp_pois_regr() -> pm.Model:
+    """``rho ~ gamma(25, 4); alpha ~ normal(0, 2)`` (``<lower=0>``); ``f_tilde ~ normal(0, 1)``;
+    ``f = cholesky(gp_exp_quad_cov(x, alpha, rho) + 1e-10 I) * f_tilde``; ``k ~ poisson_log(f)``."""
+    d = load_data("gp_pois_regr")
+    x = d["x"].astype(float)
+    with pm.Model() as model:
+        rho = pm.Gamma("rho", alpha=25.0, beta=4.0)
+        alpha = pm.HalfNormal("alpha", 2.0)
+        f_tilde = pm.Normal("f_tilde", 0.0, 1.0, shape=len(x))
+        chol = pt.linalg.cholesky(_exp_quad_cov(x, alpha, rho) + 1e-10 * np.eye(len(x)))
+        f = pm.Deterministic("f", pt.dot(chol, f_tilde))
+        pm.Poisson("k", pt.exp(f), observed=d["k"])
+    return model
+
+
+def low_dim_gauss_mix() -> pm.Model:
+    """``ordered[2] mu ~ normal(0, 2); array[2] real<lower=0> sigma ~ normal(0, 2);
+    real<lower=0, upper=1> theta ~ beta(5, 5); target += log_mix(theta, normal_lpdf(y[n] | mu[1],
+    sigma[1]), normal_lpdf(y[n] | mu[2], sigma[2]))``."""
+    d = load_data("low_dim_gauss_mix")
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=2, transform=ordered, initval=np.array([-1.0, 1.0]))
+        sigma = pm.HalfNormal("sigma", 2.0, shape=2)
+        theta = pm.Beta("theta", 5.0, 5.0)
+        pm.NormalMixture("y", w=pt.stack([theta, 1.0 - theta]), mu=mu, sigma=sigma, observed=d["y"])
+    return model
+
+
+def diamonds() -> pm.Model:
+    """brms: ``Xc`` = X without its intercept column, centred; ``b ~ normal(0, 1);
+    Intercept ~ student_t(3, 8, 10); real<lower=0> sigma ~ student_t(3, 0, 10)``;
+    ``Y ~ normal_id_glm(Xc, Intercept, b, sigma)``."""
+    d = load_data("diamonds")
+    X = d["X"][:, 1:]
+    Xc = X - X.mean(axis=0)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0.0, 1.0, shape=Xc.shape[1])
+        intercept = pm.StudentT("Intercept", nu=3.0, mu=8.0, sigma=10.0)
+        sigma = pm.HalfStudentT("sigma", nu=3.0, sigma=10.0)
+        pm.Normal("Y", intercept + pt.dot(Xc, b), sigma, observed=d["Y"])
+    return model
+
+
+def _noncentered_from_reference(ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """posteriordb's eight-schools reference gives theta: theta_trans = (theta - mu) / tau."""
+    return {"theta_trans": (ref["theta"] - ref["mu"][:, None]) / ref["tau"][:, None],
+            "mu": ref["mu"], "tau": ref["tau"]}
+
+
+def _gp_pois_from_reference(ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """posteriordb's reference gives f: f_tilde = L^-1 f with L the model's Cholesky factor."""
+    x = load_data("gp_pois_regr")["x"].astype(float)
+    sq = np.subtract.outer(x, x) ** 2
+    f_tilde = np.empty_like(ref["f"])
+    for i, (alpha, rho, f) in enumerate(zip(ref["alpha"], ref["rho"], ref["f"])):
+        chol = np.linalg.cholesky(alpha**2 * np.exp(-0.5 * sq / rho**2) + 1e-10 * np.eye(len(x)))
+        f_tilde[i] = np.linalg.solve(chol, f)
+    return {"rho": ref["rho"], "alpha": ref["alpha"], "f_tilde": f_tilde}
+
+
+_FROM_REFERENCE = {
+    "eight_schools-eight_schools_noncentered": _noncentered_from_reference,
+    "gp_pois_regr-gp_pois_regr": _gp_pois_from_reference,
+}
+
+
+def reference_values(name: str) -> dict[str, np.ndarray]:
+    """posteriordb's reference draws of posterior ``name`` as the model's free variables on the
+    constrained scale: ``{variable name: (n, *shape)}``, chains concatenated."""
+    ref = reference_columns(SUITE[name].reference)
+    return _FROM_REFERENCE.get(name, lambda r: r)(ref)
+
+
+def unconstrained_reference(name: str, model: pm.Model | None = None) -> tuple[list[str], np.ndarray]:
+    """The reference draws on the unconstrained scale, one row per draw, columns in the order in
+    which PyMC ravels the model's value variables; returns (value-variable names, array (n, d))."""
+    model = model if model is not None else globals()[SUITE[name].function]()
+    values = reference_values(name)
+    forward = _forward_transform(model)
+    rows = [np.concatenate([np.ravel(u) for u in forward(*[values[rv.name][i] for rv in model.free_RVs])])
+            for i in range(len(next(iter(values.values()))))]
+    return [v.name for v in model.value_vars], np.array(rows)
+
+
+def _forward_transform(model: pm.Model):
+    """Compiled map from the free variables (constrained) to the value variables (unconstrained)."""
+    import pytensor
+    from pytensor.graph.replace import clone_replace
+
+    inputs = [rv.type() for rv in model.free_RVs]
+    outputs = []
+    for rv, x in zip(model.free_RVs, inputs):
+        transform = model.rvs_to_transforms.get(rv)
+        outputs.append(x if transform is None else transform.forward(x, *rv.owner.inputs))
+    outputs = clone_replace(outputs, replace=dict(zip(model.free_RVs, inputs)))
+    return pytensor.function(inputs, outputs, on_unused_input="ignore")
+
+
+def harness_reference(name: str, target) -> tuple[dict, dict]:
+    """posteriordb's reference draws of ``name`` as a certified reference sample of the harness
+    (:mod:`ckam_bench.reference`'s format; write it with
+    :func:`ckam_bench.reference.store_reference`) for ``target``, the ``target=pymc`` target of
+    the suite model (its ``reference_id()``, ``describe()`` and ``dim`` are used): the draws on
+    the unconstrained scale, E[X], E[X²], Var[X], E[X⁴] over all of them, arviz-stats R-hat,
+    ESS and MCSE. Certified by posteriordb (R-hat < 1.01, ESS within bounds, |lag-1
+    autocorrelation| < 0.05, 10 000 draws), not by ``ckam-bench-reference``'s ESS >= 10 000, which
+    10 000 thinned draws meet only on average. Returns (certificate, arrays)."""
+    from ckam_bench.reference import diagnose
+
+    posterior = SUITE[name]
+    _, u = unconstrained_reference(name)
+    if u.shape[1] != target.dim:
+        raise ValueError(f"{name}: the reference has {u.shape[1]} coordinates, the target {target.dim}")
+    chains = u.reshape(10, -1, u.shape[1])
+    diag = diagnose(chains)
+    second = (u**2).mean(axis=0)
+    arrays = {"samples": u.astype(np.float32), "chain": np.repeat(np.arange(10, dtype=np.int16), chains.shape[1]),
+              "mean": u.mean(axis=0), "second_moment": second, "variance": u.var(axis=0),
+              "fourth_moment": (u**4).mean(axis=0), "mcse_mean": diag["mcse_mean"]}
+    certificate = {
+        "reference_id": target.reference_id(), "certified": True, "target": target.describe(),
+        "sampler": f"posteriordb {posterior.reference} (Stan NUTS, 10 chains, 10 000 warm-up + "
+                   f"10 000 iterations thinned by 10), commit {POSTERIORDB_COMMIT}",
+        "chains": 10, "iterations": int(chains.shape[1]),
+        "criteria": "posteriordb's: R-hat < 1.01, ESS within bounds, |lag-1 autocorrelation| < 0.05",
+        "diagnostics": {"rhat_max": float(np.nanmax(diag["rhat"])),
+                        "ess_bulk_min": float(np.nanmin(diag["ess_bulk"])),
+                        "ess_tail_min": float(np.nanmin(diag["ess_tail"])),
+                        "rhat": diag["rhat"].tolist(), "ess_bulk": diag["ess_bulk"].tolist(),
+                        "ess_tail": diag["ess_tail"].tolist()},
+        "date": "2025-04-29",
+    }
+    return certificate, arrays
