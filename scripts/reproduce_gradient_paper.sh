@@ -3,7 +3,7 @@
 # log-target / diag(L) figures, from stored runs, in one resumable command.
 #
 #   scripts/reproduce_gradient_paper.sh [--quick] [--jobs N] [--seeds N] [--out DIR] [--only EXP,...]
-#                                       [--samplers NAME,...]
+#                                       [--samplers NAME,...] [--first-seed S]
 #
 # Per experiment (gad_neal, gad_logistic_{australian,heart,pima,ripley,german,caravan}: 10 seeds;
 # gad_mnist: 5 seeds) three sweeps: the gad samplers, MALA and NUTS; AM (the paper's rate preset);
@@ -15,7 +15,9 @@
 # --samplers: run only these of each experiment's samplers (hmc = the HMC-5/10/20 sweep, am = the
 # AM sweep), e.g. --only gad_mnist --samplers gadmala_fast,mala,hmc (MNIST without NUTS). Runs keep
 # the folder names of the full sweep as long as the samplers left out come last (nuts), so a
-# later full run resumes them.
+# later full run resumes them. --first-seed S: seeds S, S+1, ... (one seed per cluster job:
+# --first-seed $SLURM_ARRAY_TASK_ID --seeds 1, each job with its own --out; render them together
+# with ckam-bench-figures on the parent folder).
 set -euo pipefail
 PROG=reproduce_gradient_paper.sh
 DEFAULT_OUT=gradient_paper
@@ -24,15 +26,21 @@ DEFAULT_OUT=gradient_paper
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 only=""
 chosen=""
+first_seed=0
 extra_option() {
     case "$1" in
         --only) only="${2:?--only needs experiment names}"; consumed=2 ;;
         --samplers) chosen="${2:?--samplers needs sampler names}"; consumed=2 ;;
+        --first-seed) first_seed="${2:?--first-seed needs a number}"; consumed=2 ;;
         *) return 1 ;;
     esac
 }
 
 parse_options "$@"
+if ! [[ "$first_seed" =~ ^[0-9]+$ ]]; then
+    echo "$PROG: --first-seed needs a non-negative integer, got $first_seed" >&2
+    exit 2
+fi
 need_tools ckam-bench ckam-bench-figures
 prepare_out
 
@@ -53,7 +61,7 @@ for line in "${experiments[@]}"; do
     read -r name n_seeds samplers am <<< "$line"
     if [[ -n "$only" && ",$only," != *",$name,"* ]]; then continue; fi
     if [[ -n "$seeds" ]]; then n_seeds=$seeds; elif [[ $quick == 1 ]]; then n_seeds=2; fi
-    seed_list=$(seq -s, 0 $(( n_seeds - 1 )))
+    seed_list=$(seq -s, "$first_seed" $(( first_seed + n_seeds - 1 )))
     short=()
     if [[ $quick == 1 ]]; then short=("++sampler.burn_in=2000" "budget.max_iterations=4000"); fi
     if [[ -n "$chosen" ]]; then

@@ -1,0 +1,308 @@
+#!/usr/bin/env python
+"""Peer benchmark: ckam-bench's NUTS against NumPyro's NUTS on the same posteriors, side by side.
+
+Needs the ``bench`` extra (``pip install -e .[bench]``: jax, numpyro). For each target of
+``--targets`` (German, Australian, Caravan, neal100) and each seed, alternating:
+
+* **NumPyro NUTS** (JAX jitted, float64, one CPU thread) on the potential −log π written in
+  jax.numpy with exactly our formula (checked equal to our density at random points first);
+  diagonal mass matrix, target acceptance 0.8, tree depth 10 — NumPyro's defaults and ours;
+  start at our target's start point;
+* **ckam-bench NUTS** (``sampler=nuts``, its compiled kernel) with the same warm-up and draws,
+  built from the same configs as ``ckam-bench``;
+* **gadmala_fast** with its paper settings (``experiment=gad_*``: 20 000 adaptation + 20 000
+  draws), the figure the gradient-paper tables rank on, beside them.
+
+Each run is timed in process CPU time (all threads of this process) from the start of warm-up
+to the last draw, excluding compilation (NumPyro's NUTS kernel runs warm-up and draws in one
+jitted ``lax.scan`` compiled by a first chain; ours compiles in ``warm_up``); BLAS is pinned to one thread
+(threadpoolctl) and XLA to one thread. Every run's min ESS is ckam-bench's split bulk ESS
+(:func:`ckam_bench.metrics.ess.ess_per_dim`) over the coordinates of its draws; gradients count
+warm-up and draws (NumPyro: its ``num_steps`` per iteration, plus one at the start).
+
+Prints, per target, the median over seeds of min ESS per CPU-second and per 1000 gradients for
+each sampler and the ratios ours / NumPyro (goal: ours >= 1.0x NumPyro per CPU-second), then each
+target's gradient cost against JAX's (one thread, both inside compiled loops: our density and
+gradient in a numba loop, JAX's ``value_and_grad`` in a ``lax.fori_loop``; goal <= 1.1x).
+Writes JSON (``--json``). Example: ``python scripts/bench_peers.py --seeds 3``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100", "gp51"]
+PEER_TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100"]
+EXPERIMENTS = {"neal100": "gad_neal", "gp51": "gad_gp51"}
+
+
+def need_extra():
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError as exc:
+        sys.exit(f"bench_peers.py needs the bench extra (pip install -e .[bench]): {exc}")
+
+
+def build(target_name: str, sampler: str, overrides=()):
+    from hydra import compose, initialize_config_module
+    from hydra.utils import instantiate
+
+    import ckam_bench  # noqa: F401  (registers the config resolvers)
+
+    experiment = EXPERIMENTS.get(target_name, "gad_" + target_name)
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"experiment={experiment}", f"sampler={sampler}",
+                                           f"target={target_name}", *overrides])
+    return instantiate(cfg.target), instantiate(cfg.sampler), cfg
+
+
+def jax_log_density(target):
+    """−U: the target's log density in jax.numpy (same formula as its compiled one)."""
+    import jax.numpy as jnp
+
+    if target.name.startswith("logistic_"):
+        X, c = jnp.asarray(target.X), jnp.asarray(target.X.T @ target.y)
+
+        def log_density(w):
+            return c @ w - jnp.sum(jnp.logaddexp(0.0, X @ w)) - 0.5 * w @ w
+
+        return log_density
+    mean, log_const = jnp.asarray(target._mean), target._log_const
+    if np.count_nonzero(target.cov - np.diag(np.diag(target.cov))) == 0:
+        inv_sd = jnp.asarray(np.diag(target._chol_inv))
+
+        def log_density(x):
+            z = inv_sd * (x - mean)
+            return log_const - 0.5 * z @ z
+
+        return log_density
+    chol_inv = jnp.asarray(target._chol_inv)
+
+    def log_density(x):
+        z = chol_inv @ (x - mean)
+        return log_const - 0.5 * z @ z
+
+    return log_density
+
+
+def check_same_density(target, log_density):
+    """Our density and the jax one agree to 1e-10 relative at random points (else: exit)."""
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = target.start + rng.normal(0.0, 0.1, target.dim)
+        ours, theirs = target._log_density(x), float(log_density(x))
+        if not math.isclose(ours, theirs, rel_tol=1e-10):
+            sys.exit(f"{target.name}: the jax density differs from ours ({theirs} vs {ours})")
+
+
+def min_ess(draws: np.ndarray) -> float:
+    from ckam_bench.metrics.ess import ess_per_dim
+
+    return float(np.min(ess_per_dim(draws)))
+
+
+def numpyro_chain(target, log_density, warmup: int, draws: int):
+    """A function key -> (draws, gradients) running NumPyro's NUTS kernel for warm-up + draws in
+    one jitted ``lax.scan`` (compiled once, at its first call: ``MCMC.run`` would compile again
+    at every call)."""
+    import jax
+    from numpyro.infer import NUTS
+
+    kernel = NUTS(potential_fn=lambda x: -log_density(x), target_accept_prob=0.8, max_tree_depth=10)
+    init = np.asarray(target.start, float)
+
+    @jax.jit
+    def scan(state):
+        def step(s, _):
+            s = kernel.sample(s, (), {})
+            return s, (s.z, s.num_steps)
+
+        return jax.lax.scan(step, state, None, length=warmup + draws)[1]
+
+    def chain(key):
+        state = kernel.init(key, num_warmup=warmup, init_params=init, model_args=(), model_kwargs={})
+        z, steps = jax.block_until_ready(scan(state))
+        return np.asarray(z)[warmup:], float(np.sum(np.asarray(steps))) + 1.0  # + the start's
+
+    return chain
+
+
+def run_numpyro(chain, seed: int) -> dict:
+    """One NumPyro chain timed in process CPU (``chain`` compiled beforehand)."""
+    import jax
+
+    t0 = time.process_time()
+    samples, grads = chain(jax.random.PRNGKey(seed))
+    cpu = time.process_time() - t0
+    return {"cpu": cpu, "min_ess": min_ess(samples), "grads": grads}
+
+
+def run_ours(target_name: str, sampler_name: str, seed: int, overrides=()) -> dict:
+    """One of our samplers for its configured length (burn-in + draws), timed in CPU."""
+    target, sampler, cfg = build(target_name, sampler_name, overrides)
+    total = int(cfg.budget.max_iterations)
+    sampler.warm_up(target)  # compiles (outside the clock, as in a ckam-bench run)
+    state = sampler.init(target, None, np.random.default_rng(seed))
+    target.reset_counters()
+    kept, done, n = [], 0, 2000
+    t0 = time.process_time()
+    while done < total:
+        state, block = sampler.advance(state, min(n, total - done))
+        done += block.n
+        if len(block.samples):
+            kept.append(np.array(block.samples))
+    cpu = time.process_time() - t0
+    draws = np.concatenate(kept)
+    return {"cpu": cpu, "min_ess": min_ess(draws), "grads": float(target.n_grad), "draws": len(draws)}
+
+
+def gradient_ratio(target, log_density, reps: int) -> dict:
+    """µs per density-and-gradient: ours in a compiled numba loop, JAX's value_and_grad in a
+    jitted fori_loop, alternating, one thread, process CPU time (median of 5 rounds)."""
+    import jax
+
+    from ckam_bench import jit
+
+    def loop(f, X, reps):
+        out = np.empty(X.shape[1])
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]], out) + out[0]
+        return total
+
+    ours_loop = jit.gradient_kernel(jit.A2, jit.types.int64)(loop)
+    fg = jit.compiled_log_density_and_grad(target)
+    value_and_grad = jax.value_and_grad(log_density)
+    W = np.ascontiguousarray(target.start + np.random.default_rng(1).normal(0.0, 0.05, (4, target.dim)))
+
+    @jax.jit
+    def jax_loop(W):
+        def body(r, carry):  # carry * 0 keeps each evaluation inside the loop
+            v, g = value_and_grad(W[r % 4] + carry * 0.0)
+            return carry + v + g[0]
+
+        return jax.lax.fori_loop(0, reps, body, 0.0)
+
+    ours_loop(fg, W, 2)
+    jax_loop(W).block_until_ready()
+    ours, theirs = [], []
+    for _ in range(5):
+        t0 = time.process_time()
+        ours_loop(fg, W, reps)
+        t1 = time.process_time()
+        jax_loop(W).block_until_ready()
+        t2 = time.process_time()
+        ours.append((t1 - t0) / reps)
+        theirs.append((t2 - t1) / reps)
+    o, j = 1e6 * float(np.median(ours)), 1e6 * float(np.median(theirs))
+    return {"ours_us": o, "jax_us": j, "ratio": o / j}
+
+
+def fmt(v, digits=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{digits}g}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--targets", default=",".join(PEER_TARGETS), help="targets of the NUTS comparison")
+    ap.add_argument("--gradient-targets", default=",".join(TARGETS), help="targets of the gradient ratios")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--draws", type=int, default=5000)
+    ap.add_argument("--no-gadmala", action="store_true", help="skip gadmala_fast's figure")
+    ap.add_argument("--json", default="bench_peers.json")
+    args = ap.parse_args(argv)
+    if args.seeds < 1 or args.warmup < 1 or args.draws < 100:
+        ap.error("--seeds >= 1, --warmup >= 1 and --draws >= 100 are needed")
+    need_extra()
+    import jax
+    from threadpoolctl import threadpool_limits
+
+    jax.config.update("jax_enable_x64", True)
+    from ckam_bench.targets import logistic  # noqa: F401  (targets by name below)
+
+    nuts_length = [f"sampler.burn_in={args.warmup}", f"budget.max_iterations={args.warmup + args.draws}"]
+    rows, grads = [], []
+    with threadpool_limits(limits=1):
+        for tname in [t for t in args.targets.split(",") if t]:
+            target, _, _ = build(tname, "nuts")
+            log_density = jax_log_density(target)
+            check_same_density(target, log_density)
+            chain = numpyro_chain(target, log_density, args.warmup, args.draws)
+            chain(jax.random.PRNGKey(10_000))  # compiles (outside the clock, as ours in warm_up)
+            runs = {"numpyro": [], "ours": [], "gadmala_fast": []}
+            for seed in range(args.seeds):  # alternating: NumPyro, ours, gadmala_fast, next seed
+                runs["numpyro"].append(run_numpyro(chain, seed))
+                runs["ours"].append(run_ours(tname, "nuts", seed, nuts_length))
+                if not args.no_gadmala:
+                    runs["gadmala_fast"].append(run_ours(tname, "gadmala_fast", seed))
+                print(f"[{tname}] seed {seed}: " + ", ".join(
+                    f"{k} min ESS {v[-1]['min_ess']:.0f} in {v[-1]['cpu']:.1f} CPU-s, {v[-1]['grads']:.0f} grads"
+                    for k, v in runs.items() if v), file=sys.stderr)
+            row = {"target": tname}
+            for k, v in runs.items():
+                if v:
+                    row[f"{k} ESS/CPU-s"] = float(np.median([r["min_ess"] / r["cpu"] for r in v]))
+                    row[f"{k} ESS/1000 grads"] = float(np.median([1000 * r["min_ess"] / r["grads"] for r in v]))
+                    row[f"{k} CPU-s"] = float(np.median([r["cpu"] for r in v]))
+            row["ours/numpyro per CPU-s"] = row["ours ESS/CPU-s"] / row["numpyro ESS/CPU-s"]
+            row["ours/numpyro per gradient"] = row["ours ESS/1000 grads"] / row["numpyro ESS/1000 grads"]
+            if runs["gadmala_fast"]:
+                row["gadmala_fast/numpyro per CPU-s"] = row["gadmala_fast ESS/CPU-s"] / row["numpyro ESS/CPU-s"]
+            rows.append(row)
+        for tname in [t for t in args.gradient_targets.split(",") if t]:
+            target, _, _ = build(tname, "nuts")
+            log_density = jax_log_density(target)
+            check_same_density(target, log_density)
+            reps = max(200, int(2e6 / (target.dim * getattr(target, "n_obs", target.dim))))
+            grads.append({"target": tname, **gradient_ratio(target, log_density, reps)})
+            print(f"[{tname}] gradient {grads[-1]['ours_us']:.2f} us vs JAX {grads[-1]['jax_us']:.2f} us",
+                  file=sys.stderr)
+
+    machine = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "platform": platform.platform(),
+               "python": platform.python_version(), "jax": jax.__version__,
+               "numpyro": __import__("numpyro").__version__, "load_average": os.getloadavg()}
+    print(f"\nckam-bench vs NumPyro NUTS, {machine['date']}, {machine['cpus']} CPUs, load average "
+          f"{machine['load_average'][0]:.1f}, {args.warmup} warm-up + {args.draws} draws, "
+          f"median of {args.seeds} seeds, process CPU time\n")
+    cols = ["target", "numpyro ESS/CPU-s", "ours ESS/CPU-s", "ours/numpyro per CPU-s", "numpyro ESS/1000 grads",
+            "ours ESS/1000 grads", "ours/numpyro per gradient", "gadmala_fast ESS/CPU-s",
+            "gadmala_fast/numpyro per CPU-s"]
+    cols = [c for c in cols if any(c in r for r in rows)]
+    if rows:
+        print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+        for r in rows:
+            print("| " + " | ".join(fmt(r.get(c)) if c != "target" else r[c] for c in cols) + " |")
+    if grads:
+        print("\n| target | ours µs | JAX µs | ours / JAX |\n|---|---|---|---|")
+        for g in grads:
+            print(f"| {g['target']} | {fmt(g['ours_us'])} | {fmt(g['jax_us'])} | {fmt(g['ratio'])} |")
+    goals = [{"goal": f"{r['target']}: ours >= 1.0x NumPyro NUTS per CPU-second",
+              "measured": r["ours/numpyro per CPU-s"], "met": bool(r["ours/numpyro per CPU-s"] >= 1.0)} for r in rows]
+    goals += [{"goal": f"{g['target']}: density and gradient <= 1.1x JAX's", "measured": g["ratio"],
+               "met": bool(g["ratio"] <= 1.1)} for g in grads]
+    print("\n| goal | measured | met |\n|---|---|---|")
+    for g in goals:
+        print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
+    Path(args.json).write_text(json.dumps({"machine": machine, "args": vars(args), "rows": rows,
+                                           "gradients": grads, "goals": goals}, indent=2, default=float))
+    print(f"\nwrote {args.json}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
