@@ -169,9 +169,10 @@ def run_ours(target_name: str, sampler_name: str, seed: int, overrides=()) -> di
     return {"cpu": cpu, "min_ess": min_ess(draws), "grads": float(target.n_grad), "draws": len(draws)}
 
 
-def gradient_ratio(target, log_density, reps: int) -> dict:
+def gradient_ratio(target, log_density, seconds: float = 0.2) -> dict:
     """µs per density-and-gradient: ours in a compiled numba loop, JAX's value_and_grad in a
-    jitted fori_loop, alternating, one thread, process CPU time (median of 5 rounds)."""
+    jitted fori_loop, alternating, one thread, process CPU time (median of 5 rounds of about
+    ``seconds`` each, so that a call's fixed cost does not count)."""
     import jax
 
     from ckam_bench import jit
@@ -187,6 +188,10 @@ def gradient_ratio(target, log_density, reps: int) -> dict:
     fg = jit.compiled_log_density_and_grad(target)
     value_and_grad = jax.value_and_grad(log_density)
     W = np.ascontiguousarray(target.start + np.random.default_rng(1).normal(0.0, 0.05, (4, target.dim)))
+    ours_loop(fg, W, 2)
+    t0 = time.process_time()
+    ours_loop(fg, W, 1000)
+    reps = max(1000, int(1000 * seconds / max(time.process_time() - t0, 1e-6)))
 
     @jax.jit
     def jax_loop(W):
@@ -196,7 +201,6 @@ def gradient_ratio(target, log_density, reps: int) -> dict:
 
         return jax.lax.fori_loop(0, reps, body, 0.0)
 
-    ours_loop(fg, W, 2)
     jax_loop(W).block_until_ready()
     ours, theirs = [], []
     for _ in range(5):
@@ -269,8 +273,7 @@ def main(argv=None):
             target, _, _ = build(tname, "nuts")
             log_density = jax_log_density(target)
             check_same_density(target, log_density)
-            reps = max(200, int(2e6 / (target.dim * getattr(target, "n_obs", target.dim))))
-            grads.append({"target": tname, **gradient_ratio(target, log_density, reps)})
+            grads.append({"target": tname, **gradient_ratio(target, log_density)})
             print(f"[{tname}] gradient {grads[-1]['ours_us']:.2f} us vs JAX {grads[-1]['jax_us']:.2f} us",
                   file=sys.stderr)
 
