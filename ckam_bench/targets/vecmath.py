@@ -40,9 +40,27 @@ _LP4, _LP5, _LP6, _LP7 = (2.222219843214978396e-01, 1.818357216161805012e-01, 1.
 _SQRT2_M1 = 0.41421356237309503
 _EXP_FLOOR = 708.0  # e^-708 = 3.3e-308, just above 2^-1022 (the smallest normal number)
 
-def vector_helper(fn):  # replaced below when numba is available
-    """Without numba: the plain function."""
-    return fn
+FLAGS = dict(fastmath={"contract"}, error_model="numpy")
+"""numba options of vectorisable loops: fused multiply-adds, no zero-division check (a branch
+that stops vectorisation; numpy's rule gives ±inf or NaN instead)."""
+
+SUM_FLAGS = dict(fastmath={"contract", "reassoc"}, error_model="numpy")
+"""numba options of a density's loops: also reassociated sums, so that dot products and norms
+vectorise (their rounding changes by a few ulp; no flag assumes finite values, so NaN and ±inf
+propagate as before)."""
+
+
+def vector_helper(fn):
+    """Decorator for a target's compiled helper whose sums may vectorise (:data:`SUM_FLAGS`);
+    the plain function without numba."""
+    if not jit.AVAILABLE:
+        return fn
+    import numba
+
+    try:
+        return numba.njit(cache=True, **SUM_FLAGS)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(**SUM_FLAGS)(fn)
 
 
 if jit.AVAILABLE:
@@ -51,22 +69,6 @@ if jit.AVAILABLE:
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
-
-    FLAGS = dict(fastmath={"contract"}, error_model="numpy")
-    """numba options of vectorisable loops: fused multiply-adds, no zero-division check (a
-    branch that stops vectorisation; numpy's rule gives ±inf or NaN instead)."""
-
-    SUM_FLAGS = dict(fastmath={"contract", "reassoc"}, error_model="numpy")
-    """numba options of a density's loops: also reassociated sums, so that dot products and
-    norms vectorise (their rounding changes by a few ulp; no flag assumes finite values, so NaN
-    and ±inf propagate as before)."""
-
-    def vector_helper(fn):
-        """Decorator for a target's compiled helper whose sums may vectorise (:data:`SUM_FLAGS`)."""
-        try:
-            return numba.njit(cache=True, **SUM_FLAGS)(fn)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return numba.njit(**SUM_FLAGS)(fn)
 
     @intrinsic
     def _double_from_bits(typingctx, bits):
