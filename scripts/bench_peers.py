@@ -1,184 +1,312 @@
-"""Overhead of running a peer sampler inside the harness against calling its library directly.
+#!/usr/bin/env python
+"""Peer benchmark: ckam-bench's NUTS against NumPyro's NUTS on the same posteriors, side by side.
 
-For each peer (nutpie, numpyro_nuts, blackjax_nuts) on one target, the same chain (same seed,
-same start, same warm-up and draws) is run
+Needs the ``peers`` extra (``pip install -e .[peers]``: jax, numpyro). For each target of
+``--targets`` (German, Australian, Caravan, neal100) and each seed, alternating:
 
-* directly: ``nutpie.sample`` on the same ``from_pyfunc`` model (the same density callback,
-  without the harness's gate); for NumPyro and BlackJAX, the library's kernel and adaptation
-  steps over every iteration in one jitted ``lax.fori_loop`` (what NumPyro's ``MCMC.run`` does; it
-  gives the same draws but compiles again at every call);
-* in the harness: :class:`ckam_bench.runner.Runner` with an iteration budget, the default
-  checkpoint schedule and no metrics, timed on its CPU sampler clock (``budget.clock=cpu``),
+* **NumPyro NUTS** (JAX jitted, float64, one CPU thread) on the potential −log π written in
+  jax.numpy with exactly our formula (checked equal to our density at random points first);
+  diagonal mass matrix, target acceptance 0.8, tree depth 10 — NumPyro's defaults and ours;
+  start at our target's start point;
+* **ckam-bench NUTS** (``sampler=nuts``, its compiled kernel) with the same warm-up and draws,
+  built from the same configs as ``ckam-bench``;
+* **gadmala_fast** with its paper settings (``experiment=gad_*``: 20 000 adaptation + 20 000
+  draws), the figure the gradient-paper tables rank on, beside them.
 
-side by side in one process, alternating, ``--repeats`` times (after one untimed run of each); the draws are checked to be the
-same. Compilation is excluded from both (each is warmed up once first). CPU time is the
-process's (the libraries sample on threads of their own), so other processes loading the
-machine do not inflate it. The goal: harness / direct ≤ 1.10.
+Each run is timed in process CPU time (all threads of this process) from the start of warm-up
+to the last draw, excluding compilation (NumPyro's NUTS kernel runs warm-up and draws in one
+``lax.scan`` compiled ahead of time; ours compiles in ``warm_up``); BLAS is pinned to one thread
+(threadpoolctl) and XLA to one thread. Every run's min ESS is ckam-bench's split bulk ESS
+(:func:`ckam_bench.metrics.ess.ess_per_dim`) over the coordinates of its draws; gradients count
+warm-up and draws (NumPyro: its ``num_steps`` per iteration, plus one at the start).
 
-    python scripts/bench_peers.py [--target logistic_german] [--warmup 500] [--draws 5000] [--repeats 3]
+Prints, per target, the median over seeds of min ESS per CPU-second and per 1000 gradients for
+each sampler and the ratios ours / NumPyro (goal: ours >= 1.0x NumPyro per CPU-second), then each
+target's gradient cost against JAX's (one thread, both inside compiled loops: our density and
+gradient in a numba loop, JAX's ``value_and_grad`` in a ``lax.fori_loop``; goal <= 1.1x).
+Writes JSON (``--json``). Example: ``python scripts/bench_peers.py --seeds 3``.
 """
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-from ckam_bench.runner import Budget, Runner, checkpoint_times
-from ckam_bench.samplers import peers
-from ckam_bench.targets.gaussians import gauss2d_corr, neal100
-from ckam_bench.targets.logistic import LogisticRegression
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-TARGETS = {"logistic_german": lambda: LogisticRegression("german"), "gauss2d_corr": gauss2d_corr,
-           "neal100": neal100}
-SEED = 0
+import numpy as np  # noqa: E402
 
-
-def _start(target) -> np.ndarray:
-    """The start of every chain: off the target's default start (nutpie refuses a point whose
-    gradient has a zero coordinate, such as the mode of gauss2d_corr)."""
-    return np.asarray(target.start, float) + 0.1
+TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100", "gp51"]
+PEER_TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100"]
+EXPERIMENTS = {"neal100": "gad_neal", "gp51": "gad_gp51"}
 
 
-def _cpu(fn):
-    c0 = time.process_time()
-    out = fn()
-    return time.process_time() - c0, out
+def need_extra():
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError as exc:
+        sys.exit(f"bench_peers.py needs the peers extra (pip install -e .[peers]): {exc}")
 
 
-def _harness(sampler, target, warmup: int, draws: int, folder: Path):
-    target.reset_counters()
-    labels = {"run_id": "bench", "target": target.name, "sampler": sampler.name, "kernel": "none",
-              "seed": SEED}
-    runner = Runner(sampler, target, {}, Budget(1e6, max_iterations=warmup + draws, clock="cpu"), folder,
-                    np.random.default_rng(SEED), labels, x0=_start(target), checkpoints=checkpoint_times(1e6),
-                    progress=False, samples_capacity=draws, status_extra={"config_hash": "bench"})
-    status = runner.run()
-    return status["totals"]["sampler_cpu_seconds"], runner.samples.data.copy()
+def build(target_name: str, sampler: str, overrides=()):
+    from hydra import compose, initialize_config_module
+    from hydra.utils import instantiate
+
+    import ckam_bench  # noqa: F401  (registers the config resolvers)
+
+    experiment = EXPERIMENTS.get(target_name, "gad_" + target_name)
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"experiment={experiment}", f"sampler={sampler}",
+                                           f"target={target_name}", *overrides])
+    return instantiate(cfg.target), instantiate(cfg.sampler), cfg
 
 
-def _key_seed() -> int:
-    """The JAX peers' PRNG seed for the harness's generator of seed SEED (their first draw)."""
-    return int(np.random.default_rng(SEED).integers(2**63))
+def jax_log_density(target):
+    """−U: the target's log density in jax.numpy (same formula as its compiled one)."""
+    import jax.numpy as jnp
+
+    if target.name.startswith("logistic_"):
+        X, c = jnp.asarray(target.X), jnp.asarray(target.X.T @ target.y)
+
+        def log_density(w):
+            return c @ w - jnp.sum(jnp.logaddexp(0.0, X @ w)) - 0.5 * w @ w
+
+        return log_density
+    mean, log_const = jnp.asarray(target._mean), target._log_const
+    if np.count_nonzero(target.cov - np.diag(np.diag(target.cov))) == 0:
+        inv_sd = jnp.asarray(np.diag(target._chol_inv))
+
+        def log_density(x):
+            z = inv_sd * (x - mean)
+            return log_const - 0.5 * z @ z
+
+        return log_density
+    chol_inv = jnp.asarray(target._chol_inv)
+
+    def log_density(x):
+        z = chol_inv @ (x - mean)
+        return log_const - 0.5 * z @ z
+
+    return log_density
 
 
-def _loop(sampler, target, warmup: int, draws: int):
-    """The peer's library step (its kernel and adaptation) over every iteration in one jitted
-    ``lax.fori_loop`` from the peer's init, compiled once: the library called directly, no
-    blocks (a traced trip count, as in the harness: XLA compiles a scan, with a static count, into
-    different arithmetic, and NumPyro's chain then drifts apart from the first draw)."""
+def check_same_density(target, log_density):
+    """Our density and the jax one agree to 1e-10 relative at random points (else: exit)."""
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = target.start + rng.normal(0.0, 0.1, target.dim)
+        ours, theirs = target._log_density(x), float(log_density(x))
+        if not math.isclose(ours, theirs, rel_tol=1e-10):
+            sys.exit(f"{target.name}: the jax density differs from ours ({theirs} vs {ours})")
+
+
+def min_ess(draws: np.ndarray) -> float:
+    from ckam_bench.metrics.ess import ess_per_dim
+
+    return float(np.min(ess_per_dim(draws)))
+
+
+def numpyro_chain(target, log_density, warmup: int, draws: int):
+    """A function key -> (draws, gradients) running NumPyro's NUTS kernel for warm-up + draws in
+    one jitted ``lax.scan``, compiled ahead of time here (``MCMC.run`` would compile again at
+    every call)."""
+    import jax
+    from numpyro.infer import NUTS
+
+    kernel = NUTS(potential_fn=lambda x: -log_density(x), target_accept_prob=0.8, max_tree_depth=10)
+    init = np.asarray(target.start, float)
+
+    def scan(state):
+        def step(s, _):
+            s = kernel.sample(s, (), {})
+            return s, (s.z, s.num_steps)
+
+        return jax.lax.scan(step, state, None, length=warmup + draws)[1]
+
+    def start(key):
+        return kernel.init(key, num_warmup=warmup, init_params=init, model_args=(), model_kwargs={})
+
+    compiled = jax.jit(scan).lower(start(jax.random.PRNGKey(0))).compile()
+
+    def chain(key):
+        z, steps = jax.block_until_ready(compiled(start(key)))
+        return np.asarray(z)[warmup:], float(np.sum(np.asarray(steps))) + 1.0  # + the start's
+
+    return chain
+
+
+def run_numpyro(chain, seed: int) -> dict:
+    """One NumPyro chain timed in process CPU (its kernel state set up inside the clock)."""
     import jax
 
-    init, step = sampler._functions(target)
+    t0 = time.process_time()
+    samples, grads = chain(jax.random.PRNGKey(seed))
+    cpu = time.process_time() - t0
+    return {"cpu": cpu, "min_ess": min_ess(samples), "grads": grads}
 
-    init = jax.jit(init)
+
+def run_ours(target_name: str, sampler_name: str, seed: int, overrides=()) -> dict:
+    """One of our samplers for its configured length (burn-in + draws), timed in CPU."""
+    target, sampler, cfg = build(target_name, sampler_name, overrides)
+    total = int(cfg.budget.max_iterations)
+    sampler.warm_up(target)  # compiles (outside the clock, as in a ckam-bench run)
+    state = sampler.init(target, None, np.random.default_rng(seed))
+    target.reset_counters()
+    kept, done, n = [], 0, 2000
+    t0 = time.process_time()
+    while done < total:
+        state, block = sampler.advance(state, min(n, total - done))
+        done += block.n
+        if len(block.samples):
+            kept.append(np.array(block.samples))
+    cpu = time.process_time() - t0
+    draws = np.concatenate(kept)
+    return {"cpu": cpu, "min_ess": min_ess(draws), "grads": float(target.n_grad), "draws": len(draws)}
+
+
+def gradient_ratio(target, log_density, seconds: float = 0.2) -> dict:
+    """µs per density-and-gradient: ours in a compiled numba loop, JAX's value_and_grad in a
+    jitted fori_loop, alternating, one thread, process CPU time (median of 5 rounds of about
+    ``seconds`` each, so that a call's fixed cost does not count)."""
+    import jax
+
+    from ckam_bench import jit
+
+    def loop(f, X, reps):
+        out = np.empty(X.shape[1])
+        total = 0.0
+        for r in range(reps):
+            total += f(X[r % X.shape[0]], out) + out[0]
+        return total
+
+    ours_loop = jit.gradient_kernel(jit.A2, jit.types.int64)(loop)
+    fg = jit.compiled_log_density_and_grad(target)
+    value_and_grad = jax.value_and_grad(log_density)
+    W = np.ascontiguousarray(target.start + np.random.default_rng(1).normal(0.0, 0.05, (4, target.dim)))
+    ours_loop(fg, W, 2)
+    t0 = time.process_time()
+    ours_loop(fg, W, 1000)
+    reps = max(1000, int(1000 * seconds / max(time.process_time() - t0, 1e-6)))
 
     @jax.jit
-    def chain(carry, n):
-        def body(i, val):
-            carry, out = val
-            carry, rec = step(carry)
-            return carry, out.at[i].set(rec["x"])
+    def jax_loop(W):
+        def body(r, carry):  # carry * 0 keeps each evaluation inside the loop
+            v, g = value_and_grad(W[r % 4] + carry * 0.0)
+            return carry + v + g[0]
 
-        out = jax.numpy.zeros((warmup + draws, target.dim))
-        _, out = jax.lax.fori_loop(0, n, body, (carry, out))
-        return out
+        return jax.lax.fori_loop(0, reps, body, 0.0)
 
-    def run():
-        carry = jax.device_get(init(jax.random.PRNGKey(_key_seed()), _start(target)))
-        return np.asarray(chain(carry, np.int64(warmup + draws)))[warmup:]
-
-    return run
-
-
-def direct_numpyro(target, warmup: int, draws: int):
-    """NumPyro's NUTS kernel (``init`` then ``sample``) in one jitted loop, as ``MCMC.run`` drives
-    it (``MCMC.run`` gives the same draws, but compiles again at every call)."""
-    return _loop(peers.NumPyroNUTS(burn_in=warmup), target, warmup, draws)
+    jax_loop(W).block_until_ready()
+    ours, theirs = [], []
+    for _ in range(5):
+        t0 = time.process_time()
+        ours_loop(fg, W, reps)
+        t1 = time.process_time()
+        jax_loop(W).block_until_ready()
+        t2 = time.process_time()
+        ours.append((t1 - t0) / reps)
+        theirs.append((t2 - t1) / reps)
+    o, j = 1e6 * float(np.median(ours)), 1e6 * float(np.median(theirs))
+    return {"ours_us": o, "jax_us": j, "ratio": o / j}
 
 
-def direct_blackjax(target, warmup: int, draws: int):
-    """BlackJAX's NUTS kernel and window-adaptation pieces in one jitted loop (BlackJAX's own
-    ``window_adaptation.run`` runs the whole warm-up in one call with another key sequence)."""
-    return _loop(peers.BlackJAXNUTS(burn_in=warmup), target, warmup, draws)
+def fmt(v, digits=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{digits}g}"
 
 
-def direct_nutpie(target, warmup: int, draws: int):
-    import nutpie
-    from nutpie.compiled_pyfunc import from_pyfunc
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--targets", default=",".join(PEER_TARGETS), help="targets of the NUTS comparison")
+    ap.add_argument("--gradient-targets", default=",".join(TARGETS), help="targets of the gradient ratios")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--draws", type=int, default=5000)
+    ap.add_argument("--no-gadmala", action="store_true", help="skip gadmala_fast's figure")
+    ap.add_argument("--json", default="bench_peers.json")
+    args = ap.parse_args(argv)
+    if args.seeds < 1 or args.warmup < 1 or args.draws < 100:
+        ap.error("--seeds >= 1, --warmup >= 1 and --draws >= 100 are needed")
+    need_extra()
+    import jax
+    from threadpoolctl import threadpool_limits
 
-    f = target.jit_log_density_and_grad()
-    start = _start(target)
+    jax.config.update("jax_enable_x64", True)
+    from ckam_bench.targets import logistic  # noqa: F401  (targets by name below)
 
-    def logp(x):
-        grad = np.empty(x.shape[0])
-        return f(x, grad), grad
+    nuts_length = [f"sampler.burn_in={args.warmup}", f"budget.max_iterations={args.warmup + args.draws}"]
+    rows, grads = [], []
+    with threadpool_limits(limits=1):
+        for tname in [t for t in args.targets.split(",") if t]:
+            target, _, _ = build(tname, "nuts")
+            log_density = jax_log_density(target)
+            check_same_density(target, log_density)
+            chain = numpyro_chain(target, log_density, args.warmup, args.draws)  # compiles, untimed
+            runs = {"numpyro": [], "ours": [], "gadmala_fast": []}
+            for seed in range(args.seeds):  # alternating: NumPyro, ours, gadmala_fast, next seed
+                runs["numpyro"].append(run_numpyro(chain, seed))
+                runs["ours"].append(run_ours(tname, "nuts", seed, nuts_length))
+                if not args.no_gadmala:
+                    runs["gadmala_fast"].append(run_ours(tname, "gadmala_fast", seed))
+                print(f"[{tname}] seed {seed}: " + ", ".join(
+                    f"{k} min ESS {v[-1]['min_ess']:.0f} in {v[-1]['cpu']:.1f} CPU-s, {v[-1]['grads']:.0f} grads"
+                    for k, v in runs.items() if v), file=sys.stderr)
+            row = {"target": tname}
+            for k, v in runs.items():
+                if v:
+                    row[f"{k} ESS/CPU-s"] = float(np.median([r["min_ess"] / r["cpu"] for r in v]))
+                    row[f"{k} ESS/1000 grads"] = float(np.median([1000 * r["min_ess"] / r["grads"] for r in v]))
+                    row[f"{k} CPU-s"] = float(np.median([r["cpu"] for r in v]))
+            row["ours/numpyro per CPU-s"] = row["ours ESS/CPU-s"] / row["numpyro ESS/CPU-s"]
+            row["ours/numpyro per gradient"] = row["ours ESS/1000 grads"] / row["numpyro ESS/1000 grads"]
+            if runs["gadmala_fast"]:
+                row["gadmala_fast/numpyro per CPU-s"] = row["gadmala_fast ESS/CPU-s"] / row["numpyro ESS/CPU-s"]
+            rows.append(row)
+        for tname in [t for t in args.gradient_targets.split(",") if t]:
+            target, _, _ = build(tname, "nuts")
+            log_density = jax_log_density(target)
+            check_same_density(target, log_density)
+            grads.append({"target": tname, **gradient_ratio(target, log_density)})
+            print(f"[{tname}] gradient {grads[-1]['ours_us']:.2f} us vs JAX {grads[-1]['jax_us']:.2f} us",
+                  file=sys.stderr)
 
-    def run():
-        got = []
-
-        def expand(x):
-            got.append(np.array(x))
-            return {}
-
-        model = from_pyfunc(target.dim, lambda: logp, lambda *s: expand, [], [], [],
-                            make_initial_point_fn=lambda seed: start.copy())
-        nutpie.sample(model, draws=draws, tune=warmup, chains=1, cores=1,
-                      seed=int(np.random.default_rng(SEED).integers(2**63)), progress_bar=False,
-                      target_accept=0.8, maxdepth=10)
-        return np.array(got[warmup:])
-
-    return run
-
-
-PEERS = {"numpyro_nuts": (peers.NumPyroNUTS, direct_numpyro), "blackjax_nuts": (peers.BlackJAXNUTS, direct_blackjax),
-         "nutpie": (lambda burn_in: peers.Nutpie(burn_in=burn_in, max_draws=10**6), direct_nutpie)}
-
-
-def peer_overhead(target_name: str = "logistic_german", warmup: int = 500, draws: int = 5000,
-                  repeats: int = 3, only=None) -> list[dict]:
-    """Harness CPU / direct CPU per peer (medians over ``repeats`` alternating pairs)."""
-    rows = []
-    target = TARGETS[target_name]()
-    for name, (make, direct) in PEERS.items():
-        if only and name not in only:
-            continue
-        run_direct = direct(target, warmup, draws)
-        sampler = make(burn_in=warmup)
-        sampler.warm_up(target)
-        run_direct()  # compiles
-        d_times, h_times = [], []
-        with tempfile.TemporaryDirectory() as tmp:
-            _harness(make(burn_in=warmup), target, warmup, draws, Path(tmp) / "warm")  # first-run costs
-            for r in range(repeats):
-                d, direct_draws = _cpu(run_direct)
-                h, harness_draws = _harness(make(burn_in=warmup), target, warmup, draws, Path(tmp) / f"h{r}")
-                d_times.append(d)
-                h_times.append(h)
-        same = direct_draws.shape == harness_draws.shape and float(np.abs(direct_draws - harness_draws).max())
-        rows.append({"peer": name, "target": target_name, "direct_cpu": float(np.median(d_times)),
-                     "harness_cpu": float(np.median(h_times)),
-                     "ratio": float(np.median(h_times) / np.median(d_times)), "max_draw_difference": same})
-    return rows
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", default="logistic_german", choices=sorted(TARGETS))
-    parser.add_argument("--warmup", type=int, default=500)
-    parser.add_argument("--draws", type=int, default=5000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--peers", nargs="*", default=None, choices=sorted(PEERS))
-    args = parser.parse_args()
-    print(f"load average at start: {' '.join(f'{v:.1f}' for v in __import__('os').getloadavg())}")
-    print("| peer | target | direct CPU s | harness CPU s | harness / direct | max |draw difference| |")
-    print("|---|---|---|---|---|---|")
-    for row in peer_overhead(args.target, args.warmup, args.draws, args.repeats, args.peers):
-        print(f"| {row['peer']} | {row['target']} | {row['direct_cpu']:.3f} | {row['harness_cpu']:.3f} | "
-              f"{row['ratio']:.3f} | {row['max_draw_difference']:.3g} |")
+    machine = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "platform": platform.platform(),
+               "python": platform.python_version(), "jax": jax.__version__,
+               "numpyro": __import__("numpyro").__version__, "load_average": os.getloadavg()}
+    print(f"\nckam-bench vs NumPyro NUTS, {machine['date']}, {machine['cpus']} CPUs, load average "
+          f"{machine['load_average'][0]:.1f}, {args.warmup} warm-up + {args.draws} draws, "
+          f"median of {args.seeds} seeds, process CPU time\n")
+    cols = ["target", "numpyro ESS/CPU-s", "ours ESS/CPU-s", "ours/numpyro per CPU-s", "numpyro ESS/1000 grads",
+            "ours ESS/1000 grads", "ours/numpyro per gradient", "gadmala_fast ESS/CPU-s",
+            "gadmala_fast/numpyro per CPU-s"]
+    cols = [c for c in cols if any(c in r for r in rows)]
+    if rows:
+        print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+        for r in rows:
+            print("| " + " | ".join(fmt(r.get(c)) if c != "target" else r[c] for c in cols) + " |")
+    if grads:
+        print("\n| target | ours µs | JAX µs | ours / JAX |\n|---|---|---|---|")
+        for g in grads:
+            print(f"| {g['target']} | {fmt(g['ours_us'])} | {fmt(g['jax_us'])} | {fmt(g['ratio'])} |")
+    goals = [{"goal": f"{r['target']}: ours >= 1.0x NumPyro NUTS per CPU-second",
+              "measured": r["ours/numpyro per CPU-s"], "met": bool(r["ours/numpyro per CPU-s"] >= 1.0)} for r in rows]
+    goals += [{"goal": f"{g['target']}: density and gradient <= 1.1x JAX's", "measured": g["ratio"],
+               "met": bool(g["ratio"] <= 1.1)} for g in grads]
+    print("\n| goal | measured | met |\n|---|---|---|")
+    for g in goals:
+        print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
+    Path(args.json).write_text(json.dumps({"machine": machine, "args": vars(args), "rows": rows,
+                                           "gradients": grads, "goals": goals}, indent=2, default=float))
+    print(f"\nwrote {args.json}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 
 from ckam_bench import jit
 from ckam_bench.data import HERE as DATA, DataFileError
-from ckam_bench.targets.logistic import DATASETS, LogisticRegression, env_var
+from ckam_bench.targets.logistic import DATASETS, LogisticRegression, compact_design, env_var
 
 SMALL = ["australian", "heart", "pima", "ripley", "german", "caravan"]
 # Paper (Titsias & Dellaportas 2019, Tables 1-7): 15, 14, 8, 3, 25, 87, 785. Caravan's data
@@ -123,11 +123,23 @@ def test_compiled_matches_numpy(targets, dataset):
     f, fg = t.jit_log_density(), t.jit_log_density_and_grad()
     grad = np.empty(t.dim)
     for w in _points(t, np.random.default_rng(4)) + [np.full(t.dim, 40.0)]:  # + saturated σ
-        assert f(w) == pytest.approx(t._log_density(w), rel=1e-11)
-        assert fg(w, grad) == pytest.approx(t._log_density(w), rel=1e-11)
-        np.testing.assert_allclose(grad, t._grad_log_density(w), rtol=1e-9,
-                                   atol=1e-9 * np.abs(grad).max())
+        assert f(w) == pytest.approx(t._log_density(w), rel=1e-12)
+        assert fg(w, grad) == pytest.approx(t._log_density(w), rel=1e-12)
+        want = t._grad_log_density(w)  # the numpy (BLAS) gradient, two separate products
+        assert np.abs(grad - want).max() <= 1e-12 * np.abs(want).max()
     assert t.jit_log_density() is f  # compiled once per design
+
+
+def test_compact_design_is_exact(targets):
+    """MNIST's pixels / 255 are stored as uint8 codes and 1/255 (exactly); standardised
+    designs stay float64."""
+    codes, scale = compact_design(targets["mnist56"].X)
+    assert codes.dtype == np.uint8 and scale == 1.0 / 255.0
+    np.testing.assert_array_equal(codes / 255.0, targets["mnist56"].X)
+    X, scale = compact_design(targets["german"].X)
+    assert X.dtype == np.float64 and scale == 1.0 and np.array_equal(X, targets["german"].X)
+    assert compact_design(np.array([[0.5, 1.0]]))[0].dtype == np.float64  # 0.5 is not k/255
+    assert compact_design(np.array([[2.0, 1.0]]))[0].dtype == np.float64  # 510/255 > 255/255
 
 
 def test_non_finite_points(targets):

@@ -45,3 +45,23 @@ def test_figures_cli_writes_the_gad_table(runs, tmp_path):
     assert main([str(runs), "--out", str(tmp_path), "--formats", "png", "--figures", "1"]) == 0
     assert (tmp_path / "gad_table1_neal100.md").exists()
     assert "gad_logp_neal100.png" in (tmp_path / "report.md").read_text()
+
+
+def test_partial_runs_are_listed_not_averaged(runs, tmp_path):
+    """A run that did not finish (here: a copy marked interrupted) is shown as its own
+    "(partial ...)" row with its iterations, and the means use the complete runs only."""
+    import json
+    import shutil
+
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    status_file = sorted(copy.rglob("status.json"))[0]
+    status = json.loads(status_file.read_text())
+    status["state"] = "interrupted"
+    status_file.write_text(json.dumps(status))
+    complete = paper_gradient.paper_table(load_results(runs), "neal100")
+    results = load_results(copy, include_incomplete=True)
+    table = paper_gradient.paper_table(results, "neal100")
+    partial = [row for row in table.rows if "(partial" in row[0]]
+    assert len(partial) == 1 and f"seed {status['seed']}" in partial[0][0] and partial[0][-1] == "0"
+    assert len(table.rows) == len(complete.rows) + 1

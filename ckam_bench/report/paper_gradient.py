@@ -6,7 +6,9 @@
   sampling phase, the ESS (min, median, max over coordinates, of the collected draws) and the
   min ESS per second with its standard deviation (ddof 1) over repeats. Of the HMC-k runs only
   the best k (highest mean min ESS/s) is shown, as the paper does, except for MNIST (Table 7
-  lists every k). Values are each run's last checkpoint.
+  lists every k). Values are each run's last checkpoint. Only complete runs enter the means;
+  a run still going or stopped early is listed below them as "(partial)" with its iterations
+  so far (e.g. an MNIST run that did not fit on the machine).
 * :func:`figure_log_target` — the log density of the chain over iterations, one line per
   method (first seed), from the diagnostics column ``logp`` (paper Figs 3–6).
 * :func:`figure_neal_scales` — the learned diag(L) of the gad samplers on neal100 against the
@@ -75,7 +77,9 @@ def summary(results: Results, target: str) -> pd.DataFrame:
                      "ess_min": ess_min, "ess_median": float(last.get("ess_median", np.nan)),
                      "ess_max": float(last.get("ess_max", np.nan)),
                      "min_ess_per_s": ess_min / time if time > 0 else np.nan,
-                     "iterations": int(last["iterations"]), "n_grad": float(last.get("n_grad", np.nan))})
+                     "iterations": int(last["iterations"]), "n_grad": float(last.get("n_grad", np.nan)),
+                     "complete": run.state == "complete",
+                     "planned": int(((run.status.get("budget") or {}).get("max_iterations")) or 0)})
     return pd.DataFrame(rows)
 
 
@@ -85,9 +89,10 @@ def _fmt(value: float, digits: int = 1) -> str:
 
 def paper_table(results: Results, target: str) -> Table | None:
     """The paper's table for ``target`` (None when no gad run is stored for it)."""
-    frame = summary(results, target)
-    if frame.empty:
+    every = summary(results, target)
+    if every.empty:
         return None
+    frame = every[every.complete]
     grouped = frame.groupby("method")
     stats = grouped.agg(time=("time", "mean"), accept=("accept", "mean"), ess_min=("ess_min", "mean"),
                         ess_median=("ess_median", "mean"), ess_max=("ess_max", "mean"),
@@ -108,6 +113,11 @@ def paper_table(results: Results, target: str) -> Table | None:
         rows.append([m, _fmt(s.time, 2 if s.time < 10 else 1), f"{s.accept:.3f}",
                      f"({_fmt(s.ess_min)}, {_fmt(s.ess_median)}, {_fmt(s.ess_max)})",
                      f"{_fmt(s.score, digits)} ({_fmt(s.score_sd, digits)})", str(int(s.n))])
+    partial = every[~every.complete]
+    for _, r in partial.sort_values("method", key=lambda c: c.map(_order_key)).iterrows():
+        planned = f" / {r.planned:,}" if r.planned else ""
+        rows.append([f"{r.method} (partial, seed {r.seed}: {r.iterations:,}{planned} it.)",
+                     _fmt(r.time, 1), f"{r.accept:.3f}", "–", "–", "0"])
     header = ["Method", "Time(s)", "Accept Rate", "ESS (Min, Med, Max)", "Min ESS/s (1 st.d.)", "repeats"]
     stem = f"gad_table{number}_{target}" if number else f"gad_table_{target}"
     return Table(title=title, stem=stem, header=header, latex_header=header, rows=rows)

@@ -44,6 +44,7 @@ from scipy.special import ndtr
 
 from ckam_bench import jit
 from ckam_bench.targets.base import Target
+from ckam_bench.targets.vecmath import vector_helper
 from ckam_bench.targets.mixtures import (
     check_coordinate,
     check_dim,
@@ -57,10 +58,10 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(10)
 _CHUNK = 2_000_000  # quadrature values held at once by Gaussian.grid_mass
 
 
-@jit.helper
+@vector_helper
 def _gaussian_log_density(x, params):
-    """Gaussian._log_density compiled: c − ½‖L⁻¹(x − m)‖² (L⁻¹ lower triangular; −‖x − m‖² if
-    that is not finite)."""
+    """Gaussian._log_density compiled: c − ½‖L⁻¹(x − m)‖² (L⁻¹ lower triangular, C-contiguous,
+    summed over whole rows so the sums vectorise; −‖x − m‖² if that is not finite)."""
     mean, chol_inv, log_const = params
     dim = x.shape[0]
     norm2 = 0.0
@@ -71,41 +72,55 @@ def _gaussian_log_density(x, params):
     quad = 0.0
     for i in range(dim):
         z = 0.0
-        for j in range(i + 1):
+        for j in range(dim):
             z += chol_inv[i, j] * (x[j] - mean[j])
         quad += z * z
     return log_const - 0.5 * quad
 
 
-@jit.helper
+@vector_helper
 def _gaussian_log_density_and_grad(x, grad_out, params):
-    """``_gaussian_log_density`` and the gradient −L⁻ᵀz, z = L⁻¹(x − m), into ``grad_out``;
-    O(d) when the covariance is diagonal (``diagonal`` = 1.0, e.g. neal100), O(d²) otherwise."""
-    mean, chol_inv, log_const, diagonal = params
+    """``_gaussian_log_density`` and its gradient −Σ⁻¹(x − m) into ``grad_out``, one pass over
+    the rows of L⁻¹ and Σ⁻¹ (C-contiguous: whole rows, L⁻¹'s upper zeros add exact zeros, so
+    the sums vectorise)."""
+    mean, chol_inv, precision, log_const = params
     dim = x.shape[0]
     norm2 = 0.0
-    for j in range(dim):
-        norm2 += (x[j] - mean[j]) * (x[j] - mean[j])
+    quad = 0.0
+    for i in range(dim):
+        norm2 += (x[i] - mean[i]) * (x[i] - mean[i])
+        z = 0.0
+        g = 0.0
+        for j in range(dim):
+            z += chol_inv[i, j] * (x[j] - mean[j])
+            g -= precision[i, j] * (x[j] - mean[j])
+        quad += z * z
+        grad_out[i] = g
     if not math.isfinite(norm2):
         for j in range(dim):
             grad_out[j] = math.nan
         return -norm2
+    return log_const - 0.5 * quad
+
+
+@vector_helper
+def _diagonal_gaussian_log_density_and_grad(x, grad_out, params):
+    """The same for a diagonal covariance (e.g. neal100) in O(d): z_i = (x_i − m_i)/σ_i,
+    gradient −z_i/σ_i."""
+    mean, inv_sd, log_const = params
+    dim = x.shape[0]
+    norm2 = 0.0
     quad = 0.0
-    if diagonal == 1.0:
-        for i in range(dim):
-            z = chol_inv[i, i] * (x[i] - mean[i])
-            quad += z * z
-            grad_out[i] = -chol_inv[i, i] * z
-        return log_const - 0.5 * quad
-    for j in range(dim):
-        grad_out[j] = 0.0
     for i in range(dim):
-        z = 0.0
-        for j in range(i + 1):
-            z += chol_inv[i, j] * (x[j] - mean[j])
+        diff = x[i] - mean[i]
+        z = inv_sd[i] * diff
+        norm2 += diff * diff
         quad += z * z
-        for j in range(i + 1):
-            grad_out[j] -= chol_inv[i, j] * z
+        grad_out[i] = -inv_sd[i] * z
+    if not math.isfinite(norm2):
+        for j in range(dim):
+            grad_out[j] = math.nan
+        return -norm2
     return log_const - 0.5 * quad
 
 
@@ -174,13 +189,17 @@ class Gaussian(Target):
 
     def jit_log_density(self):
         """The compiled ``_log_density`` (uncounted; see :mod:`ckam_bench.jit`)."""
-        return jit.bind_density(_gaussian_log_density, self._mean, self._chol_inv, self._log_const)
+        return jit.bind_density(_gaussian_log_density, self._mean, np.ascontiguousarray(self._chol_inv),
+                                self._log_const)
 
     def jit_log_density_and_grad(self):
         """The compiled ``(x, grad_out) -> log π(x)`` (uncounted; see :mod:`ckam_bench.jit`)."""
-        diagonal = 1.0 if np.count_nonzero(self.cov - np.diag(np.diag(self.cov))) == 0 else 0.0
-        return jit.bind_density_and_grad(_gaussian_log_density_and_grad, self._mean, self._chol_inv,
-                                         self._log_const, diagonal)
+        if np.count_nonzero(self.cov - np.diag(np.diag(self.cov))) == 0:
+            return jit.bind_density_and_grad(_diagonal_gaussian_log_density_and_grad, self._mean,
+                                             np.diag(self._chol_inv).copy(), self._log_const)
+        return jit.bind_density_and_grad(_gaussian_log_density_and_grad, self._mean,
+                                         np.ascontiguousarray(self._chol_inv),
+                                         np.ascontiguousarray(self._precision), self._log_const)
 
     def jit_hessian_log_density(self):
         """The compiled ``(x, hess_out) -> 0`` writing the Hessian −Σ⁻¹."""

@@ -232,10 +232,19 @@ def load_dataset(dataset: str, data_file_override=None, key: str = "data_file") 
 
 
 # ---------------------------------------------------------------------------- compiled
+_FASTMATH = {"contract", "reassoc"}
+"""numba fastmath flags of the compiled density: fused multiply-adds and reassociated sums (so
+the row products vectorise); no flag that assumes finite values, so NaN and ±inf propagate."""
+_BLOCK = 64
+"""Rows per block of the compiled density's pass (their products, then their exp/log1p)."""
+
 if jit.AVAILABLE:
+    import numba
     from numba import carray, types
     from numba.core import cgutils
     from numba.extending import intrinsic
+
+    from ckam_bench.targets.vecmath import exp_neg, log1p_unit
 
     @intrinsic
     def _as_pointer(typingctx, address):
@@ -246,15 +255,18 @@ if jit.AVAILABLE:
 
         return types.voidptr(types.intp), codegen
 
-    @jit.helper
-    def _softplus(s):
-        return max(s, 0.0) + math.log1p(math.exp(-abs(s)))
+    @numba.njit(fastmath=_FASTMATH, error_model="numpy")
+    def _logistic_density(w, X, scale, c, grad, want_grad):
+        """log π(w) (and its gradient into ``grad`` when ``want_grad``) in one pass over the rows
+        of the design scale·X (X float64, or uint8 codes) with c = Xᵀy (of the scaled design);
+        −‖w‖² when that is not finite.
 
-    @jit.helper
-    def _logistic_density(w, X, c, grad, want_grad):
-        """log π(w) (and its gradient into ``grad`` when ``want_grad``) for design X and
-        c = Xᵀy; −‖w‖² when that is not finite."""
-        d = w.shape[0]
+        Rows go in blocks of :data:`_BLOCK`: s_i = scale·x_iᵀw for the block; then, in a loop
+        that vectorises (:mod:`~ckam_bench.targets.vecmath`), e_i = exp(−|s_i|), which gives both
+        softplus(s_i) = max(s_i, 0) + log1p(e_i) and σ(s_i) = 1/(1 + e_i) or e_i/(1 + e_i);
+        then acc += scale·σ(s_i)·x_i while the block's rows are in cache. X is read once per
+        gradient, not twice (the second product Xᵀσ reuses the rows)."""
+        n, d = X.shape
         norm2 = 0.0
         for j in range(d):
             norm2 += w[j] * w[j]
@@ -263,48 +275,75 @@ if jit.AVAILABLE:
                 for j in range(d):
                     grad[j] = math.nan
             return -norm2
-        s = X @ w
         logp = -0.5 * norm2
         for j in range(d):
             logp += c[j] * w[j]
-        for i in range(s.shape[0]):
-            logp -= _softplus(s[i])
+        acc = np.zeros(d)
+        s = np.empty(_BLOCK)
+        for start in range(0, n, _BLOCK):
+            m = min(_BLOCK, n - start)
+            for k in range(m):
+                row = X[start + k]
+                t = 0.0
+                for j in range(d):
+                    t += row[j] * w[j]
+                s[k] = scale * t
+            softplus = 0.0
+            for k in range(m):
+                e = exp_neg(abs(s[k]))
+                softplus += max(s[k], 0.0) + log1p_unit(e)
+                s[k] = scale * (1.0 / (1.0 + e) if s[k] >= 0.0 else e / (1.0 + e))
+            logp -= softplus
+            if want_grad:
+                for k in range(m):
+                    row = X[start + k]
+                    p = s[k]
+                    for j in range(d):
+                        acc[j] += p * row[j]
         if want_grad:
-            for i in range(s.shape[0]):  # s_i <- sigma(s_i)
-                if s[i] >= 0.0:
-                    s[i] = 1.0 / (1.0 + math.exp(-s[i]))
-                else:
-                    e = math.exp(s[i])
-                    s[i] = e / (1.0 + e)
-            g = X.T @ s
             for j in range(d):
-                grad[j] = c[j] - g[j] - w[j]
+                grad[j] = c[j] - acc[j] - w[j]
         return logp
 
-_KEEP: dict = {}  # content digest -> (X, c, compiled density, compiled density-and-gradient)
+_KEEP: dict = {}  # content digest -> (design, c, compiled density, compiled density-and-gradient)
+
+BYTE_SCALE = 1.0 / 255.0
+"""A design whose every entry is k/255 for an integer k in 0..255 (8-bit images: MNIST's pixels
+/ 255, its intercept 255/255) is stored for the compiled functions as the uint8 codes k and this
+scale: exact, and 8x less memory read per pass (the pass over 11 339 x 785 pixels is bound by
+memory bandwidth)."""
+
+
+def compact_design(X: np.ndarray) -> tuple[np.ndarray, float]:
+    """(codes, scale) with codes·scale == X exactly: uint8 codes and 1/255 when every entry of X
+    is k/255 for an integer k in 0..255, else X itself (C-contiguous float64) and 1."""
+    X = np.ascontiguousarray(X, dtype=float)
+    codes = np.rint(X * 255.0)
+    if np.all((codes >= 0) & (codes <= 255)) and np.array_equal(codes / 255.0, X):
+        return codes.astype(np.uint8), BYTE_SCALE
+    return X, 1.0
 
 
 def _compiled(digest: str, X: np.ndarray, c: np.ndarray):
     """The two compiled functions for a design (built once per process and content)."""
     entry = _KEEP.get(digest)
     if entry is None:
-        import numba
-
-        X, c = np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(c, dtype=float)
-        x_addr, c_addr = X.ctypes.data, c.ctypes.data
-        shape, d = X.shape, X.shape[1]
+        design, scale = compact_design(X)
+        c = np.ascontiguousarray(c, dtype=float)
+        x_addr, c_addr, dtype = design.ctypes.data, c.ctypes.data, design.dtype
+        shape, d = design.shape, design.shape[1]
 
         def log_density(w):
-            Xv = carray(_as_pointer(x_addr), shape, np.float64)
+            Xv = carray(_as_pointer(x_addr), shape, dtype)
             cv = carray(_as_pointer(c_addr), (d,), np.float64)
-            return _logistic_density(w, Xv, cv, w, False)
+            return _logistic_density(w, Xv, scale, cv, w, False)
 
         def log_density_and_grad(w, grad_out):
-            Xv = carray(_as_pointer(x_addr), shape, np.float64)
+            Xv = carray(_as_pointer(x_addr), shape, dtype)
             cv = carray(_as_pointer(c_addr), (d,), np.float64)
-            return _logistic_density(w, Xv, cv, grad_out, True)
+            return _logistic_density(w, Xv, scale, cv, grad_out, True)
 
-        entry = _KEEP[digest] = (X, c, numba.njit(log_density), numba.njit(log_density_and_grad))
+        entry = _KEEP[digest] = (design, c, numba.njit(log_density), numba.njit(log_density_and_grad))
     return entry[2], entry[3]
 
 
