@@ -26,7 +26,7 @@
 #   total                                                            155       48600 s
 #
 # ckam is cKAM as published (re-adapts every cycle: not pi-invariant), ckam_finite its
-# finite-adaptation variant, ckam_dim its diminishing-adaptation variant (README, Validity).
+# finite-adaptation variant, ckam_dim its diminishing-adaptation variant (docs/validity.md).
 # Then the stationarity check (ckam-bench-check) of the three on the bimodal target, 100 chains
 # from exact draws tested at cycles 1-60 (about 3 x 6 min; --quick: 50 chains, cycles 1-10),
 # whose drift figure and verdicts the report shows.

@@ -10,7 +10,7 @@
 # Accounting is off (no slurmdbd, no database): AccountingStorageType=accounting_storage/none
 # and JobAcctGatherType=jobacct_gather/none. `sacct` then fails; ckam-bench's Hydra callback
 # (ckam_bench/slurm.py) has submitit read job states with `squeue` instead on such a cluster
-# (README, "Sweeps on one machine and on a SLURM cluster").
+# (docs/papers/ckam.md, "Sweeps on one machine and on a SLURM cluster").
 set -euo pipefail
 
 CONF_DIR=/etc/slurm

@@ -24,7 +24,7 @@ an adaptive Scout iteration counts J + 1 of each). Defaults β = 0.2, γ = 0.002
 
 Validity. With a constant γ (the paper) the adaptation never stops, and the chain is not
 guaranteed to target π; measured from exact draws of banana_dm (32 chains × 8000 iterations),
-its E[x₂] drifts from −8 to −12.8 and Var[x₂] from 166 to 251 (README). That is the paper preset
+its E[x₂] drifts from −8 to −12.8 and Var[x₂] from 166 to 251 (docs/papers/divergence.md). That is the paper preset
 (``conf/preset/dm_*/dm.yaml``, marked non-diminishing). ``rate`` takes any schedule: the default
 config adapts with γ = 0.002 during the first 5000 iterations only (``Window``) and collects
 after them (``burnin``), a fixed random walk N(x, LLᵀ) from then on (finite adaptation); a

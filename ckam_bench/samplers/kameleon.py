@@ -96,7 +96,7 @@ the state it starts from, and since the adaptation restarts every cycle it never
 Roberts & Rosenthal's conditions fail and the cycle kernel does not leave π invariant. The
 stationarity check (:mod:`ckam_bench.stationarity`) shows it: 100 chains started from exact
 draws of the bimodal target at a cycle start drift from 50 % in the wide mode to about a
-quarter within 60 cycles (README, Validity; ``describe()`` reports
+quarter within 60 cycles (docs/validity.md; ``describe()`` reports
 ``adaptation: non-diminishing``).
 
 **cKAM with finite adaptation** (``adapt_cycles`` = C, ``sampler=ckam_finite``). The first C
@@ -150,7 +150,7 @@ Gaussian mixtures here; Jarner & Hansen 2000) such random-walk-type kernels shar
 condition with V ∝ π^(−1/2) and a small set, which gives containment (Bai, Roberts &
 Rosenthal 2011 make this argument for adaptive Metropolis with bounded covariances).
 The chain is then ergodic for π; this is a sketch of the standard argument, and the
-stationarity check (chains started from π stay at π, README, Validity) is its test.
+stationarity check (chains started from π stay at π, docs/validity.md) is its test.
 ``describe()`` reports ``adaptation: diminishing`` when p, η and w all decay to 0.
 
 Compiled loops (:mod:`ckam_bench.jit`; ``CKAM_BENCH_JIT=0`` switches them off): with numba

@@ -5,7 +5,7 @@ Model (Filippone & Girolami 2014, as used by Sejdinovic et al. 2014; SOURCES.md)
 :math:`f \sim N(0, K_\theta)`, logistic likelihood :math:`p(y|f) = \prod_i \sigma(y_i f_i)`, and a
 Gaussian ARD kernel with squared lengthscales :math:`\ell_d^2 = e^{\theta_d}` and unit scale:
 the coordinates are :math:`\theta_d = \log \ell_d^2` (the paper's convention, used by the target,
-its reference, the figures and the README alike),
+its reference, the figures and the documentation alike),
 
 .. math::
     (K_\theta)_{ij} = \exp\Big(-\tfrac12\sum_d e^{-\theta_d}(x_{id} - x_{jd})^2\Big) + \epsilon\,\delta_{ij},
@@ -51,7 +51,7 @@ and whitened with the Cholesky factor of their sample covariance (n − 1 denomi
 :math:`Z = (X - \bar x) L^{-\top}`, :math:`LL^\top = \widehat{\mathrm{Cov}}(X)`, so
 :math:`\widehat{\mathrm{Cov}}(Z) = I`. The reference sample (the paper: 500k Metropolis
 iterations) is shipped; it was built with ``ckam-bench-reference target=gp_glass sampler=imh``
-(README, KAMH section).
+(docs/papers/kamh.md).
 """
 
 from __future__ import annotations
