@@ -54,13 +54,26 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
 
 __all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
-           "bind_density_and_grad", "gradient_kernel", "jitable"]
+           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
 _OFF = {"0", "false", "no", "off"}
 
 if AVAILABLE:
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def as_pointer(typingctx, address):
+        """An integer address as a void pointer, inside compiled code (for ``numba.carray``
+        over a buffer that compiled code reads without receiving it as an argument)."""
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+        return types.voidptr(types.intp), codegen
+
     F8, B1 = types.float64, types.boolean
     A1, A2 = types.float64[::1], types.float64[:, ::1]
     DENSITY_SIGNATURE = types.float64(A1)
@@ -68,7 +81,7 @@ if AVAILABLE:
     """Type of a compiled log density: float64(float64[::1])."""
     _Protocol = types.WrapperAddressProtocol
 else:
-    F8 = B1 = A1 = A2 = DENSITY_SIGNATURE = DENSITY = None
+    F8 = B1 = A1 = A2 = DENSITY_SIGNATURE = DENSITY = as_pointer = None
     _Protocol = object
 
 

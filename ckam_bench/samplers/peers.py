@@ -227,7 +227,30 @@ def _leaves_dict(leaves) -> dict:
     return {f"{i:03d}": leaf for i, leaf in enumerate(leaves)}
 
 
-class NumPyroNUTS(_JaxPeer):
+class _JaxNUTS(_JaxPeer):
+    """The settings both JAX NUTS peers take: the initial step size, the warm-up length
+    (``burn_in``, not collected), dual averaging's target acceptance and the maximum tree depth;
+    ``library`` names the module and library a missing extra is reported with."""
+
+    library = ("", "")
+
+    def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
+                 max_depth: int = 10):
+        require(*self.library)
+        _jax()
+        self.step_size = check_positive("step_size", step_size)
+        self.burn_in = check_burn_in(burn_in)
+        self.target_accept = check_fraction("target_accept", target_accept)
+        self.max_depth = _check_depth(max_depth)
+
+    def _settings(self) -> tuple:
+        return (self.step_size, self.burn_in, self.target_accept, self.max_depth)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept}
+
+
+class NumPyroNUTS(_JaxNUTS):
     """NumPyro's NUTS (multinomial, generalised U-turn) with a diagonal mass matrix and step size
     adapted in Stan's windows during ``burn_in`` warm-up iterations.
 
@@ -237,18 +260,7 @@ class NumPyroNUTS(_JaxPeer):
 
     name = "numpyro_nuts"
     distribution = "numpyro"
-
-    def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
-                 max_depth: int = 10):
-        require("numpyro", "NumPyro")
-        _jax()
-        self.step_size = check_positive("step_size", step_size)
-        self.burn_in = check_burn_in(burn_in)
-        self.target_accept = check_fraction("target_accept", target_accept)
-        self.max_depth = _check_depth(max_depth)
-
-    def _settings(self) -> tuple:
-        return (self.step_size, self.burn_in, self.target_accept, self.max_depth)
+    library = ("numpyro", "NumPyro")
 
     def _functions(self, target: Target):
         import jax.numpy as jnp
@@ -273,11 +285,8 @@ class NumPyroNUTS(_JaxPeer):
     def _start_logp(self, carry) -> float:
         return -float(carry.potential_energy)
 
-    def describe(self) -> dict:
-        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept}
 
-
-class BlackJAXNUTS(_JaxPeer):
+class BlackJAXNUTS(_JaxNUTS):
     """BlackJAX's NUTS kernel with Stan's window adaptation (diagonal inverse mass matrix and
     dual-averaged step size, BlackJAX's schedule and estimators) during ``burn_in`` iterations;
     afterwards the averaged step size and the last window's mass matrix are fixed.
@@ -288,18 +297,7 @@ class BlackJAXNUTS(_JaxPeer):
 
     name = "blackjax_nuts"
     distribution = "blackjax"
-
-    def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
-                 max_depth: int = 10):
-        require("blackjax", "BlackJAX")
-        _jax()
-        self.step_size = check_positive("step_size", step_size)
-        self.burn_in = check_burn_in(burn_in)
-        self.target_accept = check_fraction("target_accept", target_accept)
-        self.max_depth = _check_depth(max_depth)
-
-    def _settings(self) -> tuple:
-        return (self.step_size, self.burn_in, self.target_accept, self.max_depth)
+    library = ("blackjax", "BlackJAX")
 
     def _functions(self, target: Target):
         import blackjax
@@ -357,9 +355,6 @@ class BlackJAXNUTS(_JaxPeer):
 
     def _start_logp(self, carry) -> float:
         return float(carry[0].logdensity)
-
-    def describe(self) -> dict:
-        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept}
 
 
 # ---------------------------------------------------------------------------- nutpie

@@ -240,20 +240,9 @@ _BLOCK = 64
 
 if jit.AVAILABLE:
     import numba
-    from numba import carray, types
-    from numba.core import cgutils
-    from numba.extending import intrinsic
+    from numba import carray
 
     from ckam_bench.targets.vecmath import exp_neg, log1p_unit
-
-    @intrinsic
-    def _as_pointer(typingctx, address):
-        """An integer address as a void pointer (for numba.carray)."""
-
-        def codegen(context, builder, signature, args):
-            return builder.inttoptr(args[0], cgutils.voidptr_t)
-
-        return types.voidptr(types.intp), codegen
 
     @numba.njit(fastmath=_FASTMATH, error_model="numpy")
     def _logistic_density(w, X, scale, c, grad, want_grad):
@@ -334,13 +323,13 @@ def _compiled(digest: str, X: np.ndarray, c: np.ndarray):
         shape, d = design.shape, design.shape[1]
 
         def log_density(w):
-            Xv = carray(_as_pointer(x_addr), shape, dtype)
-            cv = carray(_as_pointer(c_addr), (d,), np.float64)
+            Xv = carray(jit.as_pointer(x_addr), shape, dtype)
+            cv = carray(jit.as_pointer(c_addr), (d,), np.float64)
             return _logistic_density(w, Xv, scale, cv, w, False)
 
         def log_density_and_grad(w, grad_out):
-            Xv = carray(_as_pointer(x_addr), shape, dtype)
-            cv = carray(_as_pointer(c_addr), (d,), np.float64)
+            Xv = carray(jit.as_pointer(x_addr), shape, dtype)
+            cv = carray(jit.as_pointer(c_addr), (d,), np.float64)
             return _logistic_density(w, Xv, scale, cv, grad_out, True)
 
         entry = _KEEP[digest] = (design, c, numba.njit(log_density), numba.njit(log_density_and_grad))

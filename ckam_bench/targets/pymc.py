@@ -258,18 +258,6 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
 
 if jit.AVAILABLE:
     import numba
-    from numba import types
-    from numba.core import cgutils
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def _as_pointer(typingctx, address):
-        """An integer address as a void pointer (for numba.carray)."""
-
-        def codegen(context, builder, signature, args):
-            return builder.inttoptr(args[0], cgutils.voidptr_t)
-
-        return types.voidptr(types.intp), codegen
 
 
 def _compile_wrappers(logp_fn, both_fn, buffer: np.ndarray):
@@ -280,11 +268,11 @@ def _compile_wrappers(logp_fn, both_fn, buffer: np.ndarray):
     address, n = buffer.ctypes.data, buffer.shape[0]
 
     def log_density(x):
-        data = numba.carray(_as_pointer(address), (n,), np.float64)
+        data = numba.carray(jit.as_pointer(address), (n,), np.float64)
         return inner_logp(x, data)[0][()]
 
     def log_density_and_grad(x, grad_out):
-        data = numba.carray(_as_pointer(address), (n,), np.float64)
+        data = numba.carray(jit.as_pointer(address), (n,), np.float64)
         logp, grad = inner_both(x, data)
         grad_out[:] = grad
         return logp[()]
