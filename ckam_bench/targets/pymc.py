@@ -227,6 +227,20 @@ _COMPILED: dict = {}
 _WRAPPERS: dict = {}  # (spec, stored names) -> the latest compiled wrappers, buffer, owner
 
 
+def _log_density_graph(model, layout: _Layout):
+    """The joint log density (log-Jacobians included) as a pytensor graph of a flat vector ``x``
+    and the data buffer: ``(x, buffer, replacements, logp)``."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    x = pt.TensorType("float64", shape=(layout.dim,))("x")
+    buffer = pt.TensorType("float64", shape=(max(layout.n_data, 1),))("data")
+    replace = {value: x[where].reshape(shape) for value, shape, where in layout.values}
+    for var, shape, dtype, where in layout.data.values():
+        replace[var] = buffer[where].reshape(shape).astype(dtype)
+    return x, buffer, replace, pytensor.clone_replace(model.logp(), replace)
+
+
 def _functions(spec: str, model, layout: _Layout, mode: str):
     """pytensor functions of (x, data buffer): log π, (log π, ∇ log π), the stored variables.
     Compiled once per process for each spec and mode."""
@@ -237,12 +251,7 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as compile_pymc
 
-    x = pt.TensorType("float64", shape=(layout.dim,))("x")
-    buffer = pt.TensorType("float64", shape=(max(layout.n_data, 1),))("data")
-    replace = {value: x[where].reshape(shape) for value, shape, where in layout.values}
-    for var, shape, dtype, where in layout.data.values():
-        replace[var] = buffer[where].reshape(shape).astype(dtype)
-    logp = pytensor.clone_replace(model.logp(), replace)
+    x, buffer, replace, logp = _log_density_graph(model, layout)
     grad = pytensor.grad(logp, x)
     stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored] or [pt.zeros(0)]
     # the stored variables as functions of the value variables (free variables back-transformed)
@@ -410,6 +419,17 @@ class PyMCModel(Target):
         return self._compiled()[1] if jit.AVAILABLE else None
 
     # ------------------------------------------------------------------ constrained values
+    def jax_log_density(self):
+        """log π(x) of the flat unconstrained vector as a JAX function, through pytensor's JAX
+        backend (the density of the JAX peer samplers), with the current data."""
+        import jax.numpy as jnp
+        from pymc.sampling.jax import get_jaxified_graph
+
+        x, buffer, _, logp = _log_density_graph(self.model, self.layout)
+        fn = get_jaxified_graph(inputs=[x, buffer], outputs=[logp])
+        data = jnp.asarray(self.buffer)
+        return lambda v: fn(v, data)[0]
+
     def constrain(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """The stored variables on the constrained scale at each row of ``X`` (n, d), as
         columns named after the model's variables (``theta[3]``)."""

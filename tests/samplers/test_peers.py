@@ -51,6 +51,27 @@ def test_jax_density_and_gradient_equal_the_targets(name):
                                    atol=1e-10 * max(1.0, np.abs(expected).max()))
 
 
+@pytest.mark.parametrize("model", ["halfnormal", "beta", "hierarchical", "gamma_poisson"])
+def test_pymc_targets_have_a_jax_density_through_pytensor(model):
+    """Every PyMC target has a JAX density (pytensor's JAX backend), equal to its compiled one."""
+    pytest.importorskip("pymc")  # the pymc extra; CI installs it
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(f"tests.pymc_models:{model}")
+    assert target.has_jax_density
+    value_and_grad = jax.jit(jax.value_and_grad(target.jax_log_density()))
+    rng = np.random.default_rng(1)
+    for x in [target.start, *(target.start + 0.3 * rng.standard_normal((3, target.dim)))]:
+        value, grad = value_and_grad(np.asarray(x, float))
+        assert float(value) == pytest.approx(target._log_density(x), rel=1e-10, abs=1e-10)
+        np.testing.assert_allclose(np.asarray(grad), target._grad_log_density(x), rtol=1e-9,
+                                   atol=1e-10)
+    sampler = peers.NumPyroNUTS(burn_in=50)  # and a JAX peer runs on it
+    state = sampler.init(target, None, np.random.default_rng(0))
+    state, block = sampler.advance(state, 100)
+    assert block.n == 100 and np.all(np.isfinite(block.samples))
+
+
 def test_targets_without_a_jax_density_are_declined():
     from ckam_bench.targets.flower import Flower
 
