@@ -285,7 +285,8 @@ def harness_reference(name: str, target) -> tuple[dict, dict]:
               "mean": u.mean(axis=0), "second_moment": second, "variance": u.var(axis=0),
               "fourth_moment": (u**4).mean(axis=0), "mcse_mean": diag["mcse_mean"]}
     certificate = {
-        "reference_id": target.reference_id(), "certified": True, "target": target.describe(),
+        "reference_id": target.reference_id(), "certified": True, "certified_by": "posteriordb",
+        "target": target.describe(),
         "sampler": f"posteriordb {posterior.reference} (Stan NUTS, 10 chains, 10 000 warm-up + "
                    f"10 000 iterations thinned by 10), commit {POSTERIORDB_COMMIT}",
         "chains": 10, "iterations": int(chains.shape[1]),

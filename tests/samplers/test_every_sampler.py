@@ -27,7 +27,8 @@ N = 400
 SPLITS = ((N,), (1, 58, 1, 20, 83, 237))  # cuts at 60 (burn-in) and 80 (adaptation)
 SHORT = {"burn_in": 60, "burnin": 60, "adapt_iterations": 80, "bank_size": 20, "scout_warmup": 30,
          "subsample_size": 20, "history_size": 200, "rate.until": 70, "cycle.cycle_length": 100,
-         "init_buffer": 15, "term_buffer": 10, "base_window": 10, "max_depth": 6}
+         "init_buffer": 15, "term_buffer": 10, "base_window": 10, "max_depth": 6, "warmup": 80,
+         "refit_every": 20}
 TARGETS = ("gauss2d_corr", "horseshoe")  # the first each sampler accepts
 
 
