@@ -67,3 +67,15 @@ def test_the_site_builds_without_a_warning(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+def test_the_lock_file_is_described_as_it_behaves(tmp_path):
+    """``.lock`` stays after a run (ckam_bench.rundir never removes it): the docs say so."""
+    from ckam_bench import rundir
+
+    lock = rundir.FolderLock(tmp_path).acquire()
+    lock.release()
+    assert (tmp_path / rundir.LOCK).is_file()
+    text = (ROOT / "docs" / "outputs.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `.lock`"))
+    assert "stays after the run" in row and "present while a process runs" not in row
