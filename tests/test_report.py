@@ -637,6 +637,34 @@ def test_ranking_puts_a_sampler_stuck_in_one_mode_at_infinity(tmp_path):
     assert table.sort_keys[1][table.header.index("s to b²<0.01")] == np.inf
 
 
+def test_ranking_gradient_columns_of_a_gradient_free_sampler_are_a_dash(tmp_path):
+    rng = np.random.default_rng(1)
+    for seed in (0, 1):
+        x = bimodal().sample(2000, rng)
+        make_run(tmp_path, "bimodal", "rw", seed=seed, samples=x,
+                 columns={"bias2": np.full(10, 0.001)})
+        make_run(tmp_path, "bimodal", "ckam", seed=seed, samples=x,
+                 columns={"bias2": np.full(10, 0.001), "n_grad": np.arange(10) * 100 + 100})
+    table = ranking.ranking_table(agg.load_results(tmp_path), "bimodal")
+    rows = {row[1]: dict(zip(table.header, row)) for row in table.rows}
+    assert rows["rw"]["grad evals to b²<0.01"] == ranking.NOT_APPLICABLE == "–"
+    assert rows["ckam"]["grad evals to b²<0.01"] not in ("–", "0")
+
+
+def test_ranking_says_which_key_it_ranks_on_when_every_run_is_infinite(tmp_path):
+    rng = np.random.default_rng(2)
+    for name, scale in (("rw", 1.0), ("ckam", 3.0)):
+        x = bimodal().sample(2000, rng)
+        make_run(tmp_path, "bimodal", name, samples=x, kl_scale=scale,
+                 columns={"bias2": np.full(10, 0.5)})  # never below 0.01: ∞ for every run
+    table = ranking.ranking_table(agg.load_results(tmp_path), "bimodal")
+    assert table.notes[0].startswith("ranked on") and "KL" in table.notes[0]
+    assert any("not ranked on s to b²<0.01" in note and "every configuration is ∞" in note
+               for note in table.notes)
+    rows = {row[1]: dict(zip(table.header, row)) for row in table.rows}
+    assert rows["rw"]["rank"] == "1" and rows["ckam"]["rank"] == "2"  # lower KL first
+
+
 # ---------------------------------------------------------------------------- HTML and sweep end
 def test_html_report_is_self_contained(tmp_path, capsys):
     root = tmp_path / "res"

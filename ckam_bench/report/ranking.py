@@ -65,6 +65,14 @@ COLUMNS = (
     ("to_acc_n_grad", "grad evals to b²<0.01", True),
 )
 PRIMARY = ("to_acc_sampler_seconds", "kl", "ess_per_second")
+GRADIENT_COLUMNS = ("ess_per_grad", "to_acc_n_grad")
+NOT_APPLICABLE = "–"  # a gradient column of a sampler that evaluates no gradient
+
+
+def _gradient_free(trace: pd.DataFrame) -> bool:
+    """Whether a run evaluated no gradient (its gradient columns do not apply)."""
+    grads = pd.to_numeric(trace.get("n_grad", pd.Series([0.0])), errors="coerce").fillna(0.0)
+    return bool((grads == 0).all())
 
 
 def cost_to_accuracy(trace: pd.DataFrame, column: str = "bias2", threshold: float = THRESHOLD,
@@ -158,8 +166,15 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     values = {g.key: group_values(g) for g in groups}
     present = [c for c in COLUMNS
                if any(not math.isnan(x) for g in groups for x in values[g.key][c[0]])]
-    primary = next((key for key in PRIMARY if any(c[0] == key for c in present)), None)
     lower = {key: low for key, _, low in COLUMNS}
+    keyed = [key for key in PRIMARY if any(c[0] == key for c in present)]
+
+    def finite_somewhere(key):
+        return any(math.isfinite(quantiles(values[g.key][key])[0]) for g in groups)
+
+    primary = next((key for key in keyed if finite_somewhere(key)), keyed[0] if keyed else None)
+    passed_over = keyed[:keyed.index(primary)] if primary in keyed else []
+    gradient_free = {g.key for g in groups if all(_gradient_free(run.trace) for run in g.runs)}
 
     def rank_key(group):
         med = quantiles(values[group.key][primary])[0] if primary else math.nan
@@ -175,6 +190,10 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
                str(len(group.runs))]
         key_row = [float(rank), None, float(len(group.runs))]
         for key, _, _ in present:
+            if key in GRADIENT_COLUMNS and group.key in gradient_free:
+                row.append(NOT_APPLICABLE)  # a gradient-free sampler: no gradient cost at all
+                key_row.append(None)
+                continue
             text, sort = cell(values[group.key][key])
             row.append(text)
             key_row.append(sort)
@@ -201,6 +220,9 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
         better = "lower" if lower[primary] else "higher"
         name = next(h for k, h, _ in COLUMNS if k == primary)
         notes = [f"ranked on {name} ({better} is better; median over seeds)"] + notes
+        for key in passed_over:
+            skipped = next(h for k, h, _ in COLUMNS if k == key)
+            notes.insert(1, f"not ranked on {skipped}: every configuration is ∞ or N/A there")
     if any(g.non_diminishing for g in groups):
         notes.append(f"{MARK} non-diminishing adaptation (a paper preset): the chain is not "
                      "guaranteed to target π")
