@@ -49,7 +49,8 @@ def stand_in_reference(folder):
               "fourth_moment": (draws**4).mean(0), "mcse_mean": np.full(9, 0.03)}
     certificate = {"reference_id": target.reference_id(), "certified": True, "sampler": "stand-in (test)",
                    "date": "test", "chains": 4, "iterations": 250,
-                   "diagnostics": {"rhat_max": 1.0, "ess_bulk_min": 1000.0, "ess_tail_min": 1000.0}}
+                   "criteria": {"rhat_max": 1.01, "ess_bulk_min": 10000, "ess_tail_min": 10000},
+                   "diagnostics": {"rhat_max": 1.0, "ess_bulk_min": 20000.0, "ess_tail_min": 20000.0}}
     store_reference(folder, certificate, arrays)
 
 
