@@ -72,3 +72,17 @@ def test_counts_one_density_per_iteration_and_keeps_the_estimate():
 def test_bad_settings_name_the_key(key, value):
     with pytest.raises(ValueError, match=f"^{key}"):
         IndependenceMetropolis(**{key: value})
+
+
+def test_the_shipped_imh_config_is_this_sampler_and_stationary():
+    """``sampler=imh`` (conf/sampler/imh.yaml, warm-up shortened) builds this class and keeps π."""
+    from hydra import compose, initialize_config_module
+    from hydra.utils import instantiate
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["sampler=imh", "target=gauss2d_corr",
+                                           "sampler.warmup=200", "sampler.refit_every=50"])
+    assert type(instantiate(cfg.sampler)).__name__ == "IndependenceMetropolis"
+    assert instantiate(cfg.sampler).describe()["adaptation"] == "finite"
+    assert_stationary(lambda: instantiate(cfg.sampler), gauss2d_corr(), n_chains=60,
+                      times=[500, 2000], seed=4)
