@@ -660,9 +660,26 @@ class Runner:
         cost = {"density": 1.0, "grad": 1.0}  # evaluations per iteration, latest block
         cks = self.checkpoints
         while True:
+            # a checkpoint that is due is written first, also right after a resume: a run
+            # stopped by a signal at a checkpoint's position writes that row when it continues
+            position = self._position(self.unit)
+            if self.next_ck < len(cks) and position >= cks[self.next_ck]:
+                while self.next_ck < len(cks) and position >= cks[self.next_ck]:
+                    self.next_ck += 1  # before the snapshot: a resume never repeats this row
+                outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock_wall
+                           - self.warmup_seconds)
+                heavy = (self.max_overhead is None or outside <= self.max_overhead * self.clock_wall
+                         or not self.rows)  # the first checkpoint writes every file
+                self._checkpoint(wall_start, "running", stores=heavy)
+                bar.update(self.clock, self._postfix())
             reason = self._stop_reason()
             if reason is not None:
                 return "complete", reason
+            if rate is not None:  # ~block_seconds long, not far past the next checkpoint or the end
+                horizon = self.budget.seconds - self.clock
+                if self.unit == "seconds" and self.next_ck < len(cks):
+                    horizon = min(horizon, cks[self.next_ck] - self.clock)
+                n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * max(n, 1))))
             n = min(n, self._iterations_until_limits(cost))
             before = (self.target.n_density, self.target.n_grad)
             kernels = jit.KERNEL_CALLS
@@ -681,25 +698,10 @@ class Runner:
                 return "interrupted", "interrupted"
             if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
                 return "complete", "wall_seconds"
-            position = self._position(self.unit)
-            if self.next_ck < len(cks) and position >= cks[self.next_ck]:
-                while self.next_ck < len(cks) and position >= cks[self.next_ck]:
-                    self.next_ck += 1  # before the snapshot: a resume never repeats this row
-                outside = (self.wall_offset + time.perf_counter() - wall_start - self.clock_wall
-                           - self.warmup_seconds)
-                heavy = (self.max_overhead is None or outside <= self.max_overhead * self.clock_wall
-                         or not self.rows)  # the first checkpoint writes every file
-                self._checkpoint(wall_start, "running", stores=heavy)
-                bar.update(self.clock, self._postfix())
-            # next block: ~block_seconds long, not far past the next checkpoint or the end; sized
-            # on the slower of the latest and the smoothed rate, since a sampler's phases can
+            # the slower of the latest and the smoothed rate, since a sampler's phases can
             # differ in speed by orders of magnitude (cKAM: exploration vs sampling)
             latest = block.n / max(dt, 1e-7)
             rate = latest if rate is None else min(latest, 0.5 * rate + 0.5 * latest)
-            horizon = self.budget.seconds - self.clock
-            if self.unit == "seconds" and self.next_ck < len(cks):
-                horizon = min(horizon, cks[self.next_ck] - self.clock)
-            n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * max(n, 1))))
 
     def _iterations_until_limits(self, cost: dict) -> int:
         """The most iterations the next block may run without passing the next checkpoint or

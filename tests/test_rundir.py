@@ -5,6 +5,7 @@ run's own files changed: config errors create nothing, refused runs change nothi
 resume state is set aside (never deleted, never trusted), the lock is never held twice.
 """
 
+import json
 import multiprocessing as mp
 import os
 import subprocess
@@ -156,6 +157,43 @@ def _interrupted(tmp_path, name="run", n=12000):
     assert proc.returncode == 130, proc.stderr
     assert (run / store.RESUME).exists() and (run / rundir.RESUME_PREV).exists()
     return run
+
+
+def _signalled_at(tmp_path, n: int, name="signalled"):
+    """A deterministic run sent SIGTERM inside the block that ends exactly at iteration ``n``:
+    the block completes, and the run stops there before writing anything else."""
+    run = tmp_path / name
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from ckam_bench import cli
+        from ckam_bench.samplers.random_walk import RandomWalk
+        advance = RandomWalk.advance
+        def stop(self, state, k):
+            k = min(k, {n} - state.t) if state.t < {n} else k
+            state, block = advance(self, state, k)
+            if state.t == {n}:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return state, block
+        RandomWalk.advance = stop
+        sys.argv = ["ckam-bench", *{DET!r}, "hydra.run.dir={run}"]
+        cli.main()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0, proc.stderr
+    assert json.loads((run / store.STATUS).read_text())["totals"]["iterations"] == n
+    return run
+
+
+@pytest.mark.parametrize("n", [3982, 3983, 3981], ids=["at", "after", "before"])
+def test_a_stop_at_a_checkpoint_position_resumes_row_for_row(tmp_path, n):
+    """SIGTERM landing when a block has just reached a checkpoint's position (3982 on this
+    schedule): the row due there is written when the run continues, not one iteration late."""
+    full, _ = _full(tmp_path)
+    run = _signalled_at(tmp_path, n)
+    proc = cli(*DET, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    _same_rows(full, pd.read_parquet(run / store.TRACE))
 
 
 def _full(tmp_path):
