@@ -362,7 +362,7 @@ def main() -> None:
     """Console entry point. Hydra's own composition errors (an unknown group option or key)
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] = overrides.flags_first(sys.argv[1:])
     if entry.answer_without_harness(argv):
         return
     for flag in ("--cfg", "-c"):

@@ -69,6 +69,19 @@ def _values(override) -> list[str]:
     return [str(value)] if isinstance(value, (str, int, float)) else []
 
 
+FLAGS = ("-m", "--multirun", "-r", "--run", "--resolve")
+"""Hydra's options that take no argument."""
+
+
+def flags_first(argv: list[str]) -> list[str]:
+    """``argv`` with Hydra's argument-less options moved before the overrides, so that
+    ``ckam-bench experiment=posteriordb -m sampler=nuts,mala`` sweeps like ``ckam-bench -m
+    experiment=posteriordb sampler=nuts,mala`` (argparse stops reading overrides at an
+    option and would refuse the ones after it)."""
+    flags = [a for a in argv if a in FLAGS]
+    return flags + [a for a in argv if a not in FLAGS]
+
+
 def problem(args: list[str], config_name: str = "config",
             config_module: str = "ckam_bench.conf", command: str = "ckam-bench") -> str | None:
     """One sentence about the first override of ``args`` that names nothing, else ``None``."""

@@ -294,6 +294,9 @@ def one_line_hydra_errors(app, prog: str, started: list) -> None:
     import io
     import sys
 
+    from ckam_bench.overrides import flags_first
+
+    sys.argv[1:] = flags_first(sys.argv[1:])
     real = sys.stderr
 
     class Held(io.TextIOBase):

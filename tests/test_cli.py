@@ -48,6 +48,16 @@ def test_every_sampler_on_every_target(tmp_path):
     assert set(traces.sampler) == set(SAMPLERS)
 
 
+def test_multirun_flag_after_overrides_sweeps(tmp_path):
+    """``-m`` may come after overrides (``ckam-bench experiment=posteriordb -m sampler=...``, as
+    the docs write it): argparse alone would refuse the overrides that follow it."""
+    sweep = tmp_path / "sweep"
+    proc = ckam_bench("sampler=rw", "target=gmm2d", "-m", "seed=0,1", "budget.seconds=0.2",
+                      "progress=false", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(store.load_run(p).status["seed"] for p in store.find_runs(sweep)) == [0, 1]
+
+
 def test_single_run_writes_its_folder(tmp_path):
     out = tmp_path / "run"
     proc = ckam_bench("sampler=kam", "kernel=gaussian", "target=gmm2d", "budget.seconds=0.5",
