@@ -6,7 +6,7 @@
         [--formats png,pdf] [--include-incomplete]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
-each requested paper figure the runs support (:mod:`ckam_bench.report.figures`), the generic
+each requested paper figure the runs support (:mod:`ckam_bench.report.paper_ckam`), the generic
 figures of every target (:mod:`ckam_bench.report.generic`) and the figures of every source in
 :data:`FIGURE_SOURCES` (the others get a one-line note), writes the tables of
 :data:`TABLE_SOURCES` (hyperparameters as run, results, the ranking per target) as markdown and
@@ -20,7 +20,7 @@ Other modules add figures or tables with one line each (no other change here)::
     FIGURE_SOURCES["kamh"] = paper_kamh.figures   # f(results, settings) -> list[Drawn]
     TABLE_SOURCES["kamh"] = paper_kamh.tables     # f(results) -> list[Table]
 
-A figure source raises :class:`~ckam_bench.report.figures.NotSupported` (one-line reason)
+A figure source raises :class:`~ckam_bench.report.drawing.NotSupported` (one-line reason)
 when the runs cannot support it.
 
 Everything is drawn into a private staging folder inside OUT_DIR and published at once through
@@ -43,9 +43,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
-from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, paper_kamh,
-                               posteriordb_suite, ranking, tables)
+from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
+                               paper_kamh, posteriordb_suite, ranking, tables)
 from ckam_bench.report.aggregate import Results, load_results
+from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.rundir import FolderRefused
 
 COMMAND = "ckam-bench-figures"
@@ -67,17 +68,18 @@ TABLE_SOURCES["posteriordb"] = posteriordb_suite.tables  # the posteriordb suite
 
 def _int_list(text: str) -> list[int]:
     if text.strip().lower() == "all":
-        return sorted(figures.FIGURES)
+        return sorted(paper_ckam.FIGURES)
     if text.strip().lower() == "none":
         return []
     try:
         numbers = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated figure numbers, got {text!r}")
-    unknown = sorted(set(numbers) - set(figures.FIGURES))
+    unknown = sorted(set(numbers) - set(paper_ckam.FIGURES))
     if unknown or not numbers:
         raise argparse.ArgumentTypeError(
-            f"figures must be among {min(figures.FIGURES)}–{max(figures.FIGURES)}, got {text!r}")
+            f"figures must be among {min(paper_ckam.FIGURES)}–{max(paper_ckam.FIGURES)}, "
+            f"got {text!r}")
     return sorted(set(numbers))
 
 
@@ -125,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
                     "ckam-bench runs.")
     p.add_argument("results", type=Path, help="folder holding run folders (searched recursively)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
-    p.add_argument("--figures", type=_int_list, default=sorted(figures.FIGURES),
+    p.add_argument("--figures", type=_int_list, default=sorted(paper_ckam.FIGURES),
                    help="the cKAM paper's figures: comma-separated numbers (1-14), 'all' "
                         "(default) or 'none'")
     p.add_argument("--generic", type=_generic, default=list(generic.GENERIC),
@@ -164,7 +166,7 @@ def _one_line(exc: Exception) -> str:
     return f"failed: {type(exc).__name__}: {text}"
 
 
-def build_report(results: Results, out: Path, settings: figures.Settings = figures.Settings(),
+def build_report(results: Results, out: Path, settings: Settings = Settings(),
                  paper: list[int] = (), kinds: list[str] = tuple(generic.GENERIC),
                  formats: tuple[str, ...] = ("png",), log=print) -> Report:
     """Render figures and tables from ``results`` into ``out`` and write both reports.
@@ -206,8 +208,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
 
     for number in paper:
         try:
-            fig = figures.render(number, results, out, settings, formats)
-        except figures.NotSupported as why:
+            fig = paper_ckam.render(number, results, out, settings, formats)
+        except NotSupported as why:
             note(f"Figure {number}", str(why))
             continue
         except Exception as exc:  # one broken figure must not stop the others
@@ -221,7 +223,7 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
     for name, source in sources.items():
         try:
             drawn = source(results, settings)
-        except figures.NotSupported as why:
+        except NotSupported as why:
             note(name, str(why))
             continue
         except Exception as exc:  # one broken source must not stop the others
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
         for name, note in run.flags.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
-    settings = figures.Settings(x=args.x, band=args.band)
+    settings = Settings(x=args.x, band=args.band)
     try:
         report = build_report(results, folder, settings, args.figures, args.generic,
                               args.formats)
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
-                 written: list, settings: figures.Settings) -> Path:
+                 written: list, settings: Settings) -> Path:
     """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, skip notes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
