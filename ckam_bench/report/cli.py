@@ -12,7 +12,10 @@ figures of every target (:mod:`ckam_bench.report.generic`) and the figures of ev
 :data:`TABLE_SOURCES` (hyperparameters as run, results, the ranking per target) as markdown and
 LaTeX, ``OUT_DIR/report.md`` (PNGs by relative path) and the self-contained
 ``OUT_DIR/report.html`` (:mod:`ckam_bench.report.html`: figures embedded, sortable tables,
-run inventory, validity marks, what was skipped and why). :func:`build_report` does all of
+run inventory, validity marks, what was skipped and why). When outputs of ``ckam-bench-check``
+are stored under RESULTS_DIR (identified by their marker, :func:`validity.find_checks`), both
+reports get a Validity section listing each check and its verdict
+(:func:`ckam_bench.report.validity.render_validity`). :func:`build_report` does all of
 it and is what the end-of-sweep callback (:mod:`ckam_bench.report.callback`) calls.
 
 Other modules add figures or tables with one line each (no other change here)::
@@ -28,8 +31,9 @@ Everything is drawn into a private staging folder inside OUT_DIR and published a
 RESULTS_DIR, and a file in it is replaced only when this command wrote it (and it is
 unchanged); a failure (a full disk) leaves OUT_DIR as it was.
 
-Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run under
-RESULTS_DIR, or OUT_DIR cannot be written; 2 bad arguments or a refused OUT_DIR.
+Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run and no
+stationarity check under RESULTS_DIR, or OUT_DIR cannot be written; 2 bad arguments or a
+refused OUT_DIR.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
 from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
-                               paper_kamh, posteriordb_suite, ranking, tables)
+                               paper_kamh, posteriordb_suite, ranking, tables, validity)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.rundir import FolderRefused
@@ -159,6 +163,7 @@ class Report:
     rankings: list = field(default_factory=list)
     markdown: Path | None = None
     html: Path | None = None
+    validity: validity.ValiditySection | None = None
 
 
 def _one_line(exc: Exception) -> str:
@@ -243,10 +248,17 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
             table.write(out)
             (report.rankings if name == "ranking" else report.tables).append(table)
             log(f"table: {out / table.stem}.md, .tex")
+    try:  # the stationarity checks stored under the results folder (ckam-bench-check)
+        report.validity = validity.render_validity(results.root, out, formats)
+    except Exception as exc:  # a broken check must not stop the report
+        note("Validity section", _one_line(exc))
+    if report.validity is not None:
+        log(f"validity: {len(report.validity.checks)} stationarity check(s), "
+            f"{len(report.validity.failed)} failed: {out / report.validity.table.stem}.md")
     report.markdown = write_report(out, results, report.rendered, report.notes,
-                                   report.rankings + report.tables, settings)
+                                   report.rankings + report.tables, settings, report.validity)
     report.html = html.write_html(out, results, report.rendered, report.notes, report.tables,
-                                  report.rankings, settings)
+                                  report.rankings, settings, report.validity)
     return report
 
 
@@ -272,14 +284,19 @@ def main(argv: list[str] | None = None) -> int:
     for item in results.skipped:
         print(f"skipped {item}")
     if not results.runs:
-        which = f" of target(s) {', '.join(args.targets)}" if args.targets else ""
-        found = f" ({len(results.skipped)} skipped, see above)" if results.skipped else ""
-        print(f"ckam-bench-figures: no usable runs{which} under {args.results}{found}",
-              file=sys.stderr)
-        folder.discard()
-        return 1
-    print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration groups "
-          f"from {args.results}")
+        checks = validity.find_checks(args.results).checks
+        if not checks:
+            which = f" of target(s) {', '.join(args.targets)}" if args.targets else ""
+            found = f" ({len(results.skipped)} skipped, see above)" if results.skipped else ""
+            print(f"ckam-bench-figures: no usable runs{which} and no stationarity check under "
+                  f"{args.results}{found}", file=sys.stderr)
+            folder.discard()
+            return 1
+        print(f"no usable runs under {args.results}: the report shows its {len(checks)} "
+              "stationarity check(s)")
+    else:
+        print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration "
+              f"groups from {args.results}")
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
         for name, note in run.flags.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
@@ -301,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
-                 written: list, settings: Settings) -> Path:
-    """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, skip notes)."""
+                 written: list, settings: Settings,
+                 checks: validity.ValiditySection | None = None) -> Path:
+    """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, the Validity
+    section when ``checks`` holds stored stationarity checks, skip notes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# ckam-bench report", "",
@@ -334,6 +353,8 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
     lines += ["## Tables", ""]
     for table in written:
         lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
+    if checks is not None:
+        lines += checks.markdown(out)
     if notes:
         lines += ["## Figures not rendered", ""]
         lines += [f"- {name}: {why}" for name, why in notes]
