@@ -149,6 +149,13 @@ def _seed_text(counts: dict[str, int], keys=()) -> str:
     return text + (f"; none with data: {', '.join(missing)}" if missing else "")
 
 
+def _comparison_note(results: Results, target: str, what: str, counts: dict[str, int],
+                     by_sampler: dict) -> str:
+    """The end of an all-sampler caption: runs (or seeds) per sampler, what was left out."""
+    return (f" {what} per sampler: {_seed_text(counts, by_sampler)}."
+            + left_out(results, target, list(comparison_groups(results, target).values())))
+
+
 def _metric_vs_x(target: str, y: str, ylabel: str, settings: Settings,
                  runs_by_key: dict[str, list[StoredRun]], key: str, palette: dict,
                  log_x: bool = True) -> tuple[Figure, dict[str, int]]:
@@ -288,9 +295,8 @@ def figure_kl_all(results: Results, settings: Settings, target: str):
     fig, counts = _metric_vs_x(target, "kl", "symmetric KL", settings, by_sampler,
                                "sampler", SAMPLER_COLOURS)
     caption = (f"Symmetric KL divergence against {settings.x_label} on {target}, every sampler: "
-               f"median over seeds and {settings.band_text} band (log x-axis). "
-               f"Runs per sampler: {_seed_text(counts, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"median over seeds and {settings.band_text} band (log x-axis)."
+               + _comparison_note(results, target, "Runs", counts, by_sampler))
     return fig, caption
 
 
@@ -324,8 +330,7 @@ def figure_ess(results: Results, settings: Settings, target: str = "bimodal"):
                                by_sampler, "sampler", SAMPLER_COLOURS)
     caption = (f"Effective sample size ({name} over coordinates, bulk ESS) against "
                f"{settings.x_label} on {target}: median over seeds and {settings.band_text} "
-               f"band. Runs per sampler: {_seed_text(counts, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"band." + _comparison_note(results, target, "Runs", counts, by_sampler))
     return fig, caption
 
 
@@ -393,9 +398,9 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
     truth = "the exact marginal (black)" if exact is not None else "no exact marginal available"
     caption = (f"Marginal of coordinate x{j} on {target}: each sampler's sample histogram "
                f"({bins} bins on [{lo:g}, {hi:g}]; median over seeds, {settings.band_text} "
-               f"band) against {truth}. Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"band) against {truth}."
+               + _comparison_note(results, target, "Seeds",
+                                  {k: len(v) for k, v in samples.items()}, by_sampler))
     return fig, caption
 
 
@@ -433,9 +438,9 @@ def figure_density_per_sampler(results: Results, settings: Settings, target: str
              if contour is not None else "")
     caption = (f"Density (2-D histogram, {bins} × {bins} bins, mean over seeds of each seed's "
                f"normalised histogram) of the samples collected by each sampler on {target}."
-               f"{truth} Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"{truth}"
+               + _comparison_note(results, target, "Seeds",
+                                  {k: len(v) for k, v in samples.items()}, by_sampler))
     return fig, caption
 
 
