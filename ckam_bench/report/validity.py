@@ -283,7 +283,7 @@ class ValiditySection:
         names = "; ".join(f"{c['info'].get('label', c['info'].get('sampler'))} on "
                           f"{c['info'].get('target')}" for c in self.failed)
         return (f"{FLAG_MARK} {len(self.failed)} of {len(self.checks)} stored stationarity "
-                f"check(s) FAIL: {names} — their chains drift away from π.")
+                f"check(s) FAIL: {names} — their chains do not stay distributed as π.")
 
     def markdown(self, out_dir) -> list[str]:
         """The report.md lines of the section."""
