@@ -33,6 +33,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ckam_bench import outputs
 from ckam_bench.report.aggregate import FLAG_MARK
 from ckam_bench.report.drawing import Drawn, Rendered
 from ckam_bench.report.tables import Table
@@ -130,8 +131,6 @@ def find_checks(root) -> StoredChecks:
     by their file names: a check is used when its marker lists ``check.json`` (published last,
     so the check finished) and ``tests.csv`` with their current content. A check folder that
     does not qualify (unfinished, edited since, unreadable) is listed with the reason."""
-    from ckam_bench import outputs
-
     found = StoredChecks()
     for marker_path in sorted(Path(root).rglob(outputs.MARKER)):
         folder = marker_path.parent
@@ -231,9 +230,7 @@ VERDICT_COLUMNS = (
 
 def verdict_frame(checks: list[dict]) -> pd.DataFrame:
     """One row per stored check, the values as ``check.json`` holds them."""
-    keys = ("label", "sampler", "experiment", "target", "adaptation", "verdict", "alpha",
-            "n_chains", "times", "n_tests", "min_p_holm", "worst_test", "occupancy_last",
-            "max_abs_z_mean_last", "max_abs_z_second_last", "seed")
+    keys = ["sampler", "experiment", *(key for key, *_ in VERDICT_COLUMNS)]
     rows = [{**{k: c["info"].get(k) for k in keys}, "folder": str(c["path"])} for c in checks]
     return pd.DataFrame(rows, columns=[*keys, "folder"])
 
