@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from ckam_bench import rundir, store
 from ckam_bench.report import aggregate as agg
-from ckam_bench.report import figures, generic, ranking, tables
+from ckam_bench.report import drawing, generic, paper_ckam, ranking, tables
 from ckam_bench.report.cli import main as figures_main
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
@@ -238,9 +238,9 @@ def test_runs_load_with_labels(results):
     assert run.build_target().dim == 2
 
 
-@pytest.mark.parametrize("number", sorted(figures.FIGURES))
+@pytest.mark.parametrize("number", sorted(paper_ckam.FIGURES))
 def test_every_figure_renders_png_and_pdf(results, tmp_path, number):
-    rendered = figures.render(number, results, tmp_path, formats=("png", "pdf"))
+    rendered = paper_ckam.render(number, results, tmp_path, formats=("png", "pdf"))
     assert [p.suffix for p in rendered.paths] == [".png", ".pdf"]
     for path in rendered.paths:
         assert path.stat().st_size > 1000
@@ -250,16 +250,16 @@ def test_every_figure_renders_png_and_pdf(results, tmp_path, number):
 
 
 def test_all_sampler_figures_prefer_matern_and_long_runs_pick_largest_budget(results):
-    chosen = figures.comparison_runs(results, "bimodal")
+    chosen = paper_ckam.comparison_runs(results, "bimodal")
     assert list(chosen) == ["rw", "am", "rbam", "gam", "kam", "ckam"]
     assert {(r.kernel, r.budget_seconds) for r in chosen["ckam"]} == {("matern", 2.0)}
     assert len(chosen["ckam"]) == 3
-    fig, caption = figures.figure_kl_long_ckam(results, figures.Settings(), "bimodal")
+    fig, caption = paper_ckam.figure_kl_long_ckam(results, drawing.Settings(), "bimodal")
     assert "budget 20 s" in caption and "3 seeds" in caption
 
 
 def test_step_size_figure_shows_the_cycles_the_diagnostics_hold(results):
-    fig, caption = figures.figure_step_size(results, figures.Settings())
+    fig, caption = paper_ckam.figure_step_size(results, drawing.Settings())
     # 3000 diagnostics rows of cycle length 1000: 3 of the 10 cycles, KAM alongside
     assert "first 3 cycles" in caption and "cycle length 1000" in caption
     assert "no KAM run" not in caption and "bimodal, seed 0" in caption
@@ -272,10 +272,10 @@ def test_unsupported_figures_say_why(tmp_path):
     make_run(tmp_path, "bimodal", "rw", state="interrupted")
     res = agg.load_results(tmp_path)
     assert len(res.runs) == 1 and "interrupted" in res.skipped[0].reason
-    with pytest.raises(figures.NotSupported, match="gmm32"):
-        figures.render(9, res, tmp_path / "out")
-    with pytest.raises(figures.NotSupported, match="two kernels"):
-        figures.render(13, res, tmp_path / "out")
+    with pytest.raises(drawing.NotSupported, match="gmm32"):
+        paper_ckam.render(9, res, tmp_path / "out")
+    with pytest.raises(drawing.NotSupported, match="two kernels"):
+        paper_ckam.render(13, res, tmp_path / "out")
     assert len(agg.load_results(tmp_path, include_incomplete=True).runs) == 2
     assert agg.load_results(tmp_path, targets=["gmm2d"]).skipped == []
 
@@ -290,15 +290,15 @@ def test_a_copied_run_folder_is_reported_not_merged(tmp_path):
 
 
 def test_iterations_axis_and_band_setting(results, tmp_path):
-    settings = figures.Settings(x="iterations", band=(25, 75))
-    rendered = figures.render(3, results, tmp_path, settings, formats=("png",))
+    settings = drawing.Settings(x="iterations", band=(25, 75))
+    rendered = paper_ckam.render(3, results, tmp_path, settings, formats=("png",))
     assert "iterations" in rendered.caption and "25–75 %" in rendered.caption
 
 
 def test_fixed_colour_per_sampler():
-    assert figures.colour("ckam") == figures.SAMPLER_COLOURS["ckam"]
-    assert figures.colour("newsampler") == figures.colour("newsampler")
-    assert len({figures.colour(s) for s in figures.SAMPLER_ORDER}) == len(figures.SAMPLER_ORDER)
+    assert drawing.colour("ckam") == drawing.SAMPLER_COLOURS["ckam"]
+    assert drawing.colour("newsampler") == drawing.colour("newsampler")
+    assert len({drawing.colour(s) for s in agg.SAMPLER_ORDER}) == len(agg.SAMPLER_ORDER)
 
 
 # ---------------------------------------------------------------------------- tables
@@ -370,7 +370,7 @@ def test_configs_with_unresolvable_interpolations_still_give_values(tmp_path):
 @pytest.mark.parametrize("target, table_no", [("bimodal", 1), ("gmm2d", 2), ("gmm32", 3)])
 def test_hyperparameters_of_composed_paper_configs(tmp_path, target, table_no):
     """The real sampler YAMLs, composed with Hydra, give the values they configure."""
-    samplers = sorted(sampler_options() & set(figures.SAMPLER_ORDER))
+    samplers = sorted(sampler_options() & set(agg.SAMPLER_ORDER))
     assert samplers
     configured = {}
     for sampler in samplers:
@@ -509,7 +509,7 @@ def test_mixed_budgets_and_repeated_seeds_give_separate_groups_and_say_so(tmp_pa
     assert set(groups) == {"rw [2 s]", "rw [20 s]", "ckam"}
     assert groups["rw [2 s]"].seeds == [0, 1, 2] and groups["rw [20 s]"].seeds == [0]
     assert groups["ckam"].seeds == [0] and len(groups["ckam"].duplicates) == 3
-    fig, caption = figures.figure_kl_all(res, figures.Settings(), "bimodal")
+    fig, caption = paper_ckam.figure_kl_all(res, drawing.Settings(), "bimodal")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["rw (n=3)", "ckam (n=1)"]
     assert "Left out: other configurations rw [20 s] (1 run)" in caption
@@ -519,7 +519,7 @@ def test_mixed_budgets_and_repeated_seeds_give_separate_groups_and_say_so(tmp_pa
     assert rows["ckam"]["seeds"] == "1" and rows["rw [20 s]"]["seeds"] == "1"
     notes = " ".join(table.notes)
     assert "seed(s) 0 were run more than once" in notes and "mixed budgets" in notes
-    (drawn,) = [d for d in generic.metric_figures(res, figures.Settings(), "bimodal")
+    (drawn,) = [d for d in generic.metric_figures(res, drawing.Settings(), "bimodal")
                 if d.stem == "bimodal_metric_kl"]
     assert "rw [2 s] (3 seeds); rw [20 s] (1 seed); ckam (1 seed)" in drawn.caption
     assert "mixed budgets (budget.seconds) are kept apart" in drawn.caption
@@ -547,7 +547,7 @@ def banana_results(tmp_path_factory):
 
 
 def test_every_generic_figure_renders_for_a_user_target(banana_results, tmp_path):
-    settings = figures.Settings()
+    settings = drawing.Settings()
     drawn = {name: draw(banana_results, settings, "banana")
              for name, draw in generic.GENERIC.items()}
     stems = {d.stem for ds in drawn.values() for d in ds}

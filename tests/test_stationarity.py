@@ -147,29 +147,6 @@ def test_kl_floor_is_the_kl_of_exact_draws():
         kl_floor(t, [0])
 
 
-def test_validity_report_renders_drift_and_verdicts(tmp_path):
-    from ckam_bench.report.validity import append_to_report
-    from ckam_bench.stationarity import write_outputs
-
-    t = bimodal()
-    for name in ("exact_a", "exact_b"):
-        result = check_stationarity(ExactDraws, t, n_chains=20, times=[1, 2], seed=0, n_reference=500)
-        write_outputs(result, tmp_path / "results" / name,
-                      {"sampler": name, "target": "bimodal", "label": name, "adaptation": "none",
-                       "cycle_length": 1})
-    report = tmp_path / "out" / "report.md"
-    report.parent.mkdir()
-    report.write_text("# report\n")
-    append_to_report(report, tmp_path / "results", tmp_path / "out", formats=("png",))
-    text = report.read_text()
-    assert "## Validity" in text and "validity_drift_bimodal.png" in text
-    assert "| exact_a |" in text and (tmp_path / "out" / "validity_drift_bimodal.png").exists()
-    empty = tmp_path / "none.md"
-    empty.write_text("x")
-    append_to_report(empty, tmp_path / "out", tmp_path / "out2")
-    assert empty.read_text() == "x"
-
-
 # ---------------------------------------------------------------------------- slow
 @pytest.mark.slow
 def test_false_alarm_rate_near_nominal():

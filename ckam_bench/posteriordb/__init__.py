@@ -33,12 +33,20 @@ class Posterior:
     """posteriordb posterior name, ``<data>-<model>``."""
     function: str
     """name of the model function in :mod:`ckam_bench.posteriordb.models`."""
-    data: str
-    """posteriordb data name (``data/<data>.npz``)."""
-    reference: str
-    """posteriordb reference posterior name (``reference/<reference>.npz``)."""
     character: str
     """what makes it a test."""
+    reference_of: str | None = None
+    """the posteriordb posterior whose reference draws it shares, when not its own."""
+
+    @property
+    def data(self) -> str:
+        """posteriordb data name (``data/<data>.npz``): the part of the name before ``-``."""
+        return self.name.split("-", 1)[0]
+
+    @property
+    def reference(self) -> str:
+        """posteriordb reference posterior name (``reference/<reference>.npz``)."""
+        return self.reference_of or self.name
 
     @property
     def model(self) -> str:
@@ -47,33 +55,29 @@ class Posterior:
 
 
 SUITE: dict[str, Posterior] = {p.name: p for p in (
-    Posterior("eight_schools-eight_schools_centered", "eight_schools_centered", "eight_schools",
-              "eight_schools-eight_schools_noncentered",
-              "hierarchical, centred: Neal's funnel between log tau and theta (10 dims)"),
-    Posterior("eight_schools-eight_schools_noncentered", "eight_schools_noncentered", "eight_schools",
-              "eight_schools-eight_schools_noncentered",
+    Posterior("eight_schools-eight_schools_centered", "eight_schools_centered",
+              "hierarchical, centred: Neal's funnel between log tau and theta (10 dims)",
+              reference_of="eight_schools-eight_schools_noncentered"),
+    Posterior("eight_schools-eight_schools_noncentered", "eight_schools_noncentered",
               "the same posterior non-centred: nearly Gaussian (10 dims)"),
-    Posterior("kidiq-kidscore_interaction", "kidscore_interaction", "kidiq",
-              "kidiq-kidscore_interaction",
+    Posterior("kidiq-kidscore_interaction", "kidscore_interaction",
               "linear regression, uncentred predictors and an interaction: correlations ~0.99 (5 dims)"),
-    Posterior("mesquite-mesquite", "mesquite", "mesquite", "mesquite-mesquite",
+    Posterior("mesquite-mesquite", "mesquite",
               "linear regression with flat priors, uncentred predictors, scales 1 to 100s (8 dims)"),
-    Posterior("kilpisjarvi_mod-kilpisjarvi", "kilpisjarvi", "kilpisjarvi_mod",
-              "kilpisjarvi_mod-kilpisjarvi",
+    Posterior("kilpisjarvi_mod-kilpisjarvi", "kilpisjarvi",
               "linear trend with years ~4000 as predictor: intercept/slope correlation ~ -1 (3 dims)"),
-    Posterior("sblrc-blr", "sblrc_blr", "sblrc", "sblrc-blr",
+    Posterior("sblrc-blr", "sblrc_blr",
               "linear regression, simulated correlated design (posterior correlation 0.8, 6 dims)"),
-    Posterior("arK-arK", "arK", "arK", "arK-arK", "AR(5) time series (7 dims)"),
-    Posterior("garch-garch11", "garch11", "garch", "garch-garch11",
+    Posterior("arK-arK", "arK", "AR(5) time series (7 dims)"),
+    Posterior("garch-garch11", "garch11",
               "GARCH(1,1) volatility time series, a parameter bound depending on another (4 dims)"),
-    Posterior("gp_pois_regr-gp_regr", "gp_regr", "gp_pois_regr", "gp_pois_regr-gp_regr",
+    Posterior("gp_pois_regr-gp_regr", "gp_regr",
               "Gaussian process regression hyperparameters, skewed (3 dims)"),
-    Posterior("gp_pois_regr-gp_pois_regr", "gp_pois_regr", "gp_pois_regr", "gp_pois_regr-gp_pois_regr",
+    Posterior("gp_pois_regr-gp_pois_regr", "gp_pois_regr",
               "latent Gaussian process with a Poisson likelihood, whitened (13 dims)"),
-    Posterior("low_dim_gauss_mix-low_dim_gauss_mix", "low_dim_gauss_mix", "low_dim_gauss_mix",
-              "low_dim_gauss_mix-low_dim_gauss_mix",
+    Posterior("low_dim_gauss_mix-low_dim_gauss_mix", "low_dim_gauss_mix",
               "two-component Gaussian mixture, ordered means (label switching removed, 5 dims)"),
-    Posterior("diamonds-diamonds", "diamonds", "diamonds", "diamonds-diamonds",
+    Posterior("diamonds-diamonds", "diamonds",
               "brms regression with 24 polynomial-contrast predictors: ill-conditioned (26 dims)"),
 )}
 

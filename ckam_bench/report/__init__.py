@@ -4,8 +4,13 @@
   aggregate traces over seeds on a common grid (``aggregate.common_grid``,
   ``aggregate.aggregate``, ``aggregate.final_rows``);
   and group runs by full configuration, each seed once (``Results.groups``, ``group_runs``);
-* :mod:`~ckam_bench.report.figures` — the cKAM paper's Figures 1–14, one function each, and
-  :func:`render` to save one;
+* :mod:`~ckam_bench.report.drawing` — what every figure shares: settings, colours, drawn and
+  rendered figures, :class:`NotSupported`, curves over seeds;
+* :mod:`~ckam_bench.report.paper_ckam` — the cKAM paper's Figures 1–14, one function each, and
+  :func:`render` to save one; ``paper_gradient``, ``paper_divergence``, ``paper_kamh``: the
+  other papers' figures and tables (one module per paper, named after it);
+* :mod:`~ckam_bench.report.validity` — the stationarity checks stored under a results folder
+  (the report's Validity section) and the KL floor;
 * :mod:`~ckam_bench.report.generic` — figures for any target (metrics against every x axis,
   marginals, pairwise projections, per-iteration diagnostics);
 * :mod:`~ckam_bench.report.tables` — Tables 1–3 (hyperparameters as run) and results tables,
@@ -30,7 +35,8 @@ from ckam_bench.report.aggregate import (
     load_results,
     step_values,
 )
-from ckam_bench.report.figures import FIGURES, NotSupported, Rendered, Settings, render
+from ckam_bench.report.drawing import NotSupported, Rendered, Settings
+from ckam_bench.report.paper_ckam import FIGURES, render
 from ckam_bench.report.tables import Table, all_tables, hyperparameter_table, results_table
 
 __all__ = [

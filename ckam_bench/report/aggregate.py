@@ -52,6 +52,14 @@ RUN_KEYS = ("target", "sampler", "kernel", "seed")
 IDENTITY_EXCLUDE = ("seed", "progress", "hydra")  # config keys that do not define a configuration
 REQUIRED_TRACE = ("sampler_seconds", "iterations")
 FLAG_MARK = "⚠"
+SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam", "ckam_finite", "ckam_dim")
+
+
+def sampler_order(names) -> list[str]:
+    """The cKAM paper's order (rw am rbam gam kam ckam), then any other sampler alphabetically
+    (the order of groups in every table and legend)."""
+    names = set(names)
+    return [s for s in SAMPLER_ORDER if s in names] + sorted(names - set(SAMPLER_ORDER))
 
 
 # ---------------------------------------------------------------------------- loading
@@ -179,6 +187,15 @@ class StoredRun:
         if not self.has_samples:
             return None
         return pd.read_parquet(self.path / store.SAMPLES)
+
+    def sample_array(self) -> np.ndarray | None:
+        """The stored states as an (n, d) array (columns x0 … x{d-1}), or None when none."""
+        frame = self.samples()
+        if frame is None or frame.empty:
+            return None
+        cols = sorted((c for c in frame.columns if c.startswith("x") and c[1:].isdigit()),
+                      key=lambda c: int(c[1:]))
+        return frame[cols].to_numpy(float)
 
     def diagnostics(self) -> pd.DataFrame | None:
         """Per-iteration diagnostics (``iteration, phase, …, step_size, noise``), or None."""
@@ -465,8 +482,6 @@ def _value_text(value) -> str:
 def group_runs(runs: list[StoredRun]) -> list[Group]:
     """Group runs by target and full configuration (see the module docstring); sorted by
     target, then sampler in the paper's order, then label."""
-    from ckam_bench.report.figures import sampler_order
-
     by_key: dict[tuple[str, str], list[StoredRun]] = {}
     for run in runs:
         by_key.setdefault((run.target, run.config_key), []).append(run)

@@ -6,13 +6,16 @@
         [--formats png,pdf] [--include-incomplete]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
-each requested paper figure the runs support (:mod:`ckam_bench.report.figures`), the generic
+each requested paper figure the runs support (:mod:`ckam_bench.report.paper_ckam`), the generic
 figures of every target (:mod:`ckam_bench.report.generic`) and the figures of every source in
 :data:`FIGURE_SOURCES` (the others get a one-line note), writes the tables of
 :data:`TABLE_SOURCES` (hyperparameters as run, results, the ranking per target) as markdown and
 LaTeX, ``OUT_DIR/report.md`` (PNGs by relative path) and the self-contained
 ``OUT_DIR/report.html`` (:mod:`ckam_bench.report.html`: figures embedded, sortable tables,
-run inventory, validity marks, what was skipped and why). :func:`build_report` does all of
+run inventory, validity marks, what was skipped and why). When outputs of ``ckam-bench-check``
+are stored under RESULTS_DIR (identified by their marker, :func:`validity.find_checks`), both
+reports get a Validity section listing each check and its verdict
+(:func:`ckam_bench.report.validity.render_validity`). :func:`build_report` does all of
 it and is what the end-of-sweep callback (:mod:`ckam_bench.report.callback`) calls.
 
 Other modules add figures or tables with one line each (no other change here)::
@@ -20,7 +23,7 @@ Other modules add figures or tables with one line each (no other change here)::
     FIGURE_SOURCES["kamh"] = paper_kamh.figures   # f(results, settings) -> list[Drawn]
     TABLE_SOURCES["kamh"] = paper_kamh.tables     # f(results) -> list[Table]
 
-A figure source raises :class:`~ckam_bench.report.figures.NotSupported` (one-line reason)
+A figure source raises :class:`~ckam_bench.report.drawing.NotSupported` (one-line reason)
 when the runs cannot support it.
 
 Everything is drawn into a private staging folder inside OUT_DIR and published at once through
@@ -28,8 +31,9 @@ Everything is drawn into a private staging folder inside OUT_DIR and published a
 RESULTS_DIR, and a file in it is replaced only when this command wrote it (and it is
 unchanged); a failure (a full disk) leaves OUT_DIR as it was.
 
-Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run under
-RESULTS_DIR, or OUT_DIR cannot be written; 2 bad arguments or a refused OUT_DIR.
+Exit codes: 0 done (even if some figures or runs were skipped); 1 no usable run and no
+stationarity check under RESULTS_DIR, or OUT_DIR cannot be written; 2 bad arguments or a
+refused OUT_DIR.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
-from ckam_bench.report import (figures, generic, html, paper_divergence, paper_gradient, paper_kamh,
-                               posteriordb_suite, ranking, tables)
+from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
+                               paper_kamh, posteriordb_suite, ranking, tables, validity)
 from ckam_bench.report.aggregate import Results, load_results
+from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.rundir import FolderRefused
 
 COMMAND = "ckam-bench-figures"
@@ -67,17 +72,18 @@ TABLE_SOURCES["posteriordb"] = posteriordb_suite.tables  # the posteriordb suite
 
 def _int_list(text: str) -> list[int]:
     if text.strip().lower() == "all":
-        return sorted(figures.FIGURES)
+        return sorted(paper_ckam.FIGURES)
     if text.strip().lower() == "none":
         return []
     try:
         numbers = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated figure numbers, got {text!r}")
-    unknown = sorted(set(numbers) - set(figures.FIGURES))
+    unknown = sorted(set(numbers) - set(paper_ckam.FIGURES))
     if unknown or not numbers:
         raise argparse.ArgumentTypeError(
-            f"figures must be among {min(figures.FIGURES)}–{max(figures.FIGURES)}, got {text!r}")
+            f"figures must be among {min(paper_ckam.FIGURES)}–{max(paper_ckam.FIGURES)}, "
+            f"got {text!r}")
     return sorted(set(numbers))
 
 
@@ -125,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
                     "ckam-bench runs.")
     p.add_argument("results", type=Path, help="folder holding run folders (searched recursively)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
-    p.add_argument("--figures", type=_int_list, default=sorted(figures.FIGURES),
+    p.add_argument("--figures", type=_int_list, default=sorted(paper_ckam.FIGURES),
                    help="the cKAM paper's figures: comma-separated numbers (1-14), 'all' "
                         "(default) or 'none'")
     p.add_argument("--generic", type=_generic, default=list(generic.GENERIC),
@@ -157,6 +163,7 @@ class Report:
     rankings: list = field(default_factory=list)
     markdown: Path | None = None
     html: Path | None = None
+    validity: validity.ValiditySection | None = None
 
 
 def _one_line(exc: Exception) -> str:
@@ -164,7 +171,7 @@ def _one_line(exc: Exception) -> str:
     return f"failed: {type(exc).__name__}: {text}"
 
 
-def build_report(results: Results, out: Path, settings: figures.Settings = figures.Settings(),
+def build_report(results: Results, out: Path, settings: Settings = Settings(),
                  paper: list[int] = (), kinds: list[str] = tuple(generic.GENERIC),
                  formats: tuple[str, ...] = ("png",), log=print) -> Report:
     """Render figures and tables from ``results`` into ``out`` and write both reports.
@@ -206,8 +213,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
 
     for number in paper:
         try:
-            fig = figures.render(number, results, out, settings, formats)
-        except figures.NotSupported as why:
+            fig = paper_ckam.render(number, results, out, settings, formats)
+        except NotSupported as why:
             note(f"Figure {number}", str(why))
             continue
         except Exception as exc:  # one broken figure must not stop the others
@@ -221,7 +228,7 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
     for name, source in sources.items():
         try:
             drawn = source(results, settings)
-        except figures.NotSupported as why:
+        except NotSupported as why:
             note(name, str(why))
             continue
         except Exception as exc:  # one broken source must not stop the others
@@ -241,10 +248,17 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
             table.write(out)
             (report.rankings if name == "ranking" else report.tables).append(table)
             log(f"table: {out / table.stem}.md, .tex")
+    try:  # the stationarity checks stored under the results folder (ckam-bench-check)
+        report.validity = validity.render_validity(results.root, out, formats)
+    except Exception as exc:  # a broken check must not stop the report
+        note("Validity section", _one_line(exc))
+    if report.validity is not None:
+        log(f"validity: {len(report.validity.checks)} stationarity check(s), "
+            f"{len(report.validity.failed)} failed: {out / report.validity.table.stem}.md")
     report.markdown = write_report(out, results, report.rendered, report.notes,
-                                   report.rankings + report.tables, settings)
+                                   report.rankings + report.tables, settings, report.validity)
     report.html = html.write_html(out, results, report.rendered, report.notes, report.tables,
-                                  report.rankings, settings)
+                                  report.rankings, settings, report.validity)
     return report
 
 
@@ -270,18 +284,23 @@ def main(argv: list[str] | None = None) -> int:
     for item in results.skipped:
         print(f"skipped {item}")
     if not results.runs:
-        which = f" of target(s) {', '.join(args.targets)}" if args.targets else ""
-        found = f" ({len(results.skipped)} skipped, see above)" if results.skipped else ""
-        print(f"ckam-bench-figures: no usable runs{which} under {args.results}{found}",
-              file=sys.stderr)
-        folder.discard()
-        return 1
-    print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration groups "
-          f"from {args.results}")
+        checks = validity.find_checks(args.results).checks
+        if not checks:
+            which = f" of target(s) {', '.join(args.targets)}" if args.targets else ""
+            found = f" ({len(results.skipped)} skipped, see above)" if results.skipped else ""
+            print(f"ckam-bench-figures: no usable runs{which} and no stationarity check under "
+                  f"{args.results}{found}", file=sys.stderr)
+            folder.discard()
+            return 1
+        print(f"no usable runs under {args.results}: the report shows its {len(checks)} "
+              "stationarity check(s)")
+    else:
+        print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration "
+              f"groups from {args.results}")
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
         for name, note in run.flags.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
-    settings = figures.Settings(x=args.x, band=args.band)
+    settings = Settings(x=args.x, band=args.band)
     try:
         report = build_report(results, folder, settings, args.figures, args.generic,
                               args.formats)
@@ -299,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
-                 written: list, settings: figures.Settings) -> Path:
-    """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, skip notes)."""
+                 written: list, settings: Settings,
+                 checks: validity.ValiditySection | None = None) -> Path:
+    """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, the Validity
+    section when ``checks`` holds stored stationarity checks, skip notes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# ckam-bench report", "",
@@ -332,6 +353,8 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
     lines += ["## Tables", ""]
     for table in written:
         lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
+    if checks is not None:
+        lines += checks.markdown(out)
     if notes:
         lines += ["## Figures not rendered", ""]
         lines += [f"- {name}: {why}" for name, why in notes]

@@ -1,7 +1,7 @@
 """Figures for any target, built-in or a user's own, from stored runs only.
 
 Every function here is called as ``f(results, settings, target) -> list[Drawn]`` (registry
-:data:`GENERIC`) and raises :class:`~ckam_bench.report.figures.NotSupported` with a one-line
+:data:`GENERIC`) and raises :class:`~ckam_bench.report.drawing.NotSupported` with a one-line
 reason when the runs cannot support it. Curves and histograms are drawn per configuration
 group (:func:`ckam_bench.report.aggregate.group_runs`: full configuration, each seed once), so
 a legend never merges budgets, presets or hyperparameters; every caption lists the groups with
@@ -36,16 +36,15 @@ import pandas as pd
 from matplotlib.ticker import NullLocator
 
 from ckam_bench.report.aggregate import Group, Results, grouping_notes
-from ckam_bench.report.figures import (
+from ckam_bench.report.drawing import (
     Drawn,
     NotSupported,
     Settings,
-    _built_target,
-    _curves,
-    _new_figure,
-    _panels,
-    _samples,
+    built_target,
     colour,
+    curves,
+    new_figure,
+    panels,
 )
 
 X_AXES = ("sampler_seconds", "iterations", "n_density", "n_grad")
@@ -114,12 +113,12 @@ def metric_figures(results: Results, settings: Settings, target: str) -> list[Dr
     palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in groups}
     drawn = []
     for col in metric_columns(frame):
-        fig, axes = _panels(len(xs), ncols=len(xs), width=3.6, height=3.0, sharex=False,
+        fig, axes = panels(len(xs), ncols=len(xs), width=3.6, height=3.0, sharex=False,
                             sharey=True)
         used = []
         for ax, x in zip(axes, xs):
             try:
-                _curves(ax, frame, col, "group", replace(settings, x=x), True, palette)
+                curves(ax, frame, col, "group", replace(settings, x=x), True, palette)
             except NotSupported:
                 ax.set_visible(False)
                 continue
@@ -147,7 +146,7 @@ def metric_figures(results: Results, settings: Settings, target: str) -> list[Dr
 
 def _target(groups: list[Group]):
     try:
-        return _built_target([r for g in groups for r in g.runs])
+        return built_target([r for g in groups for r in g.runs])
     except NotSupported:
         return None
 
@@ -184,7 +183,7 @@ def truth(tgt) -> tuple[str, np.ndarray | None]:
 def _group_samples(groups: list[Group]) -> dict[str, list[np.ndarray]]:
     out = {}
     for g in groups:
-        runs = [s for s in (_samples(r) for r in g.runs if r.has_samples)
+        runs = [s for s in (r.sample_array() for r in g.runs if r.has_samples)
                 if s is not None and len(s)]
         if runs:
             out[g.label] = runs
@@ -216,7 +215,7 @@ def marginal_figures(results: Results, settings: Settings, target: str,
     drawn = []
     for start in range(0, dim, PER_FIGURE):
         coords = list(range(start, min(dim, start + PER_FIGURE)))
-        fig, axes = _panels(len(coords), ncols=4, width=3.2, height=2.5, sharex=False)
+        fig, axes = panels(len(coords), ncols=4, width=3.2, height=2.5, sharex=False)
         for ax, j in zip(axes, coords):
             pooled = [s for runs in samples.values() for s in runs]
             lo, hi = _range(tgt, j, pooled + ([draws] if draws is not None else []))
@@ -280,10 +279,10 @@ def pair_figures(results: Results, settings: Settings, target: str,
     kind, draws = truth(tgt)
     shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
     if len(pairs) == 1:  # one pair (2-D): the groups side by side
-        fig, axes = _panels(len(shown), ncols=4, width=3.2, height=3.0, sharex=False)
+        fig, axes = panels(len(shown), ncols=4, width=3.2, height=3.0, sharex=False)
         axes = axes.reshape(len(shown), 1)
     else:
-        fig, axes = _panels(len(shown) * len(pairs), ncols=len(pairs), width=2.9, height=2.7,
+        fig, axes = panels(len(shown) * len(pairs), ncols=len(pairs), width=2.9, height=2.7,
                             sharex=False)
         axes = axes.reshape(len(shown), len(pairs))
     pooled = [s for runs in samples.values() for s in runs]
@@ -349,7 +348,7 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
     if any("logp" in d.columns and np.isfinite(d["logp"].to_numpy(float)).any()
            for _, _, d in shown):
         rows.append("logp")
-    fig = _new_figure(3.4 * len(shown), 2.0 * len(rows) + 0.6)
+    fig = new_figure(3.4 * len(shown), 2.0 * len(rows) + 0.6)
     axes = np.asarray(fig.subplots(len(rows), len(shown), sharex="col", squeeze=False))
     for col, (g, run, diag) in enumerate(shown):
         it = diag["iteration"].to_numpy()

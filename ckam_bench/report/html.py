@@ -8,7 +8,9 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
 * the figures, by section (the paper's figures, then the generic figures of each target),
   each with its caption;
 * the other tables (hyperparameters as run, results);
-* validity: the runs the runner flagged (stuck chain, non-finite proposals or state; ⚠, also
+* validity: the stationarity checks stored under the results folder (``ckam-bench-check``
+  outputs: a summary naming each failed check, the drift figures, the verdict table and each
+  check's own figure), the runs the runner flagged (stuck chain, non-finite proposals or state; ⚠, also
   in the ranking and the inventory's ``flags`` column), and the configuration groups whose
   sampler reports non-diminishing adaptation
   (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
@@ -34,6 +36,7 @@ import math
 from pathlib import Path
 
 from ckam_bench.report.aggregate import FLAG_MARK, Results
+from ckam_bench.report.drawing import Rendered
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1250px;
@@ -195,9 +198,37 @@ def _inventory(results: Results) -> str:
             + "<h3>Configurations and provenance</h3>" + "\n".join(blocks))
 
 
+def _checks_html(checks) -> list[str]:
+    """The stored stationarity checks (a :class:`~ckam_bench.report.validity.ValiditySection`):
+    verdict summary, drift figures, verdict table, each check's own figure, unused folders."""
+    if checks is None:
+        return ['<p class="note">No stationarity check (<code>ckam-bench-check</code> output) '
+                "is stored under the results folder.</p>"]
+    cls = ' class="warn"' if checks.failed else ""
+    parts = [f"<p{cls}>{esc(checks.summary())}</p>"]
+    parts += [_figure_html(f) for f in checks.figures]
+    parts.append(table_html(checks.table, checks.table.stem))
+    for check in checks.checks:
+        info = check["info"]
+        if check["figure"] is None:
+            continue
+        fig = Rendered(None, [check["figure"]], str(info.get("caption", "")), "Validity",
+                       f"{info.get('label', info.get('sampler'))} on {info.get('target')}: "
+                       f"{info.get('verdict')}")
+        parts.append(f"<details><summary>{esc(fig.title)} (statistics against time)</summary>"
+                     f"{_figure_html(fig)}</details>")
+    if checks.problems:
+        parts.append("<p>Check folders not used:</p><ul>" + "".join(
+            f"<li><code>{esc(path)}</code>: {esc(why)}</li>" for path, why in checks.problems)
+            + "</ul>")
+    return parts
+
+
 def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tables: list,
-               rankings: list, settings) -> Path:
-    """Write ``OUT_DIR/report.html`` (see the module docstring); returns its path."""
+               rankings: list, settings, checks=None) -> Path:
+    """Write ``OUT_DIR/report.html`` (see the module docstring); returns its path.
+    ``checks``: the stored stationarity checks (:func:`ckam_bench.report.validity.
+    render_validity`), shown first under Validity."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -219,6 +250,7 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     parts.append(f'<h2 id="{_anchor("Tables")}">Tables</h2>')
     parts += [table_html(t, t.stem) for t in tables]
     parts.append(f'<h2 id="{_anchor("Validity")}">Validity</h2>')
+    parts += _checks_html(checks)
     invalid = [g for g in groups if g.non_diminishing]
     if invalid:
         parts.append('<p class="warn">⚠ These configurations adapt without diminishing (a '

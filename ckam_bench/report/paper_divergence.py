@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ckam_bench.report.aggregate import Results, StoredRun, final_rows
-from ckam_bench.report.figures import Drawn, colour, sampler_order
+from ckam_bench.report.aggregate import Results, StoredRun, final_rows, sampler_order
+from ckam_bench.report.drawing import Drawn, colour
 from ckam_bench.report.tables import NA, Table, mean_sd, statistic
 
 PAPER_TABLES = {"double_banana": 1, "basis4": 2, "banana_bunch": 3, "horseshoe": 4}
@@ -100,14 +100,6 @@ def _first_seed(runs: list[StoredRun]) -> StoredRun:
     return min(runs, key=lambda r: r.seed)
 
 
-def _samples(run: StoredRun) -> np.ndarray | None:
-    frame = run.samples()
-    if frame is None or frame.empty:
-        return None
-    cols = sorted((c for c in frame.columns if c.startswith("x") and c[1:].isdigit()), key=lambda c: int(c[1:]))
-    return frame[cols].to_numpy(float)
-
-
 def _contour(ax, target, i: int, j: int, lo_hi) -> None:
     """Density contours of a 2-D target (skipped for other dimensions)."""
     if target is None or target.dim != 2:
@@ -123,7 +115,7 @@ def figure_scatter(results: Results, target: str):
     """Stored samples of each sampler's first seed, with the density contours (2-D) or as the
     three coordinate-pair projections (3-D). Returns (figure, caption) or None without samples."""
     by_sampler = {k: _first_seed(v) for k, v in _by_sampler(results, target).items()}
-    samples = {k: s for k, s in ((k, _samples(r)) for k, r in by_sampler.items()) if s is not None}
+    samples = {k: s for k, s in ((k, r.sample_array()) for k, r in by_sampler.items()) if s is not None}
     if not samples:
         return None
     built = None

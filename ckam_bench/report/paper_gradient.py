@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.figures import Drawn, colour
+from ckam_bench.report.drawing import Drawn, colour
 from ckam_bench.report.tables import Table
 
 TABLE_NUMBERS = {"neal100": 1, "logistic_caravan": 1, "logistic_australian": 2, "logistic_ripley": 3,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.figures import Drawn, colour
+from ckam_bench.report.drawing import Drawn, colour
 from ckam_bench.report.tables import Table
 
 LABELS = {"rw": "SM", "am": "AM-FS", "gam": "AM-LS", "kamh": "KAMH-LS"}

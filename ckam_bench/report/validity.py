@@ -4,12 +4,18 @@
   coordinate against time with their null band (±1.96 and the Bonferroni band of the
   verdict), and for mixtures the share of chains in each mode with its invariant band
   (reference share ± 1.96 binomial s.e.), else the KS distances with their 5 % critical value.
+* :func:`find_checks` — the check folders under a results folder, identified by their marker
+  (``.ckam-output.json`` written by ``ckam-bench-check``, listing ``check.json`` and
+  ``tests.csv`` with their content), never by file names alone.
 * :func:`figure_drift` — the checks stored under a results folder, on one mixture target:
   share of the chains in each mode against the cycle (iterations / cycle length when the
   sampler has cycles), one line per sampler, with the invariant band. Published cKAM against
   its finite-adaptation variant on the bimodal target is the drift figure of issue 9.
-* :func:`verdict_table` — one row per stored check (sampler, preset, target, adaptation,
-  verdict, worst test, occupancy).
+* :func:`verdict_table` — one row per stored check (check, target, adaptation, verdict — a
+  failed one marked ⚠ FAIL —, α, chains, times, number of tests, smallest Holm-adjusted p,
+  worst test, largest |z| of the moments and the mode share at the last time, seed, folder).
+* :func:`render_validity` — all of it for ``ckam-bench-figures``: the report's Validity
+  section (:class:`ValiditySection`, in ``report.md`` and ``report.html``).
 * :func:`draw_kl_floor` — on a KL figure, the KL of n exact draws (median over repeats,
   :func:`ckam_bench.metrics.kl.kl_floor`) at each sampler's number of collected states, dashed.
 """
@@ -18,6 +24,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +33,23 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ckam_bench import outputs
+from ckam_bench.report.aggregate import FLAG_MARK
+from ckam_bench.report.drawing import Drawn, Rendered
+from ckam_bench.report.tables import Table
+
+CHECK_COMMAND = "ckam-bench-check"  # the marker's command (ckam_bench.stationarity.COMMAND)
 CHECK_FILE = "check.json"
 TESTS_FILE = "tests.csv"
-DPI = 150
+CSV = "validity_verdicts.csv"
+
+
+@dataclass
+class StoredChecks:
+    """The check folders found under a results folder: used, and not used with the reason."""
+
+    checks: list[dict] = field(default_factory=list)
+    problems: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def _z_band(alpha: float, n_tests: int) -> float:
@@ -103,20 +125,47 @@ def figure_check(tests: pd.DataFrame, info: dict) -> tuple[Figure, str]:
     return fig, caption
 
 
-def load_checks(root) -> list[dict]:
-    """Every check folder under ``root`` (a ``check.json`` beside a ``tests.csv``)."""
-    checks = []
-    for path in sorted(Path(root).rglob(CHECK_FILE)):
-        tests_path = path.parent / TESTS_FILE
-        if not tests_path.exists():
-            continue
+def find_checks(root) -> StoredChecks:
+    """The outputs of ``ckam-bench-check`` under ``root`` (searched recursively), identified
+    by their own marker (:data:`ckam_bench.outputs.MARKER` naming :data:`CHECK_COMMAND`), not
+    by their file names: a check is used when its marker lists ``check.json`` (published last,
+    so the check finished) and ``tests.csv`` with their current content. A check folder that
+    does not qualify (unfinished, edited since, unreadable) is listed with the reason."""
+    found = StoredChecks()
+    for marker_path in sorted(Path(root).rglob(outputs.MARKER)):
+        folder = marker_path.parent
         try:
-            info = json.loads(path.read_text())
-            tests = pd.read_csv(tests_path)
+            marker = json.loads(marker_path.read_text())
         except (OSError, ValueError):
-            continue
-        checks.append({"info": info, "tests": tests, "path": path.parent})
-    return checks
+            continue  # not identifiable: not known to be a check
+        if not isinstance(marker, dict) or marker.get("command") != CHECK_COMMAND:
+            continue  # another command's folder (a report, a reference)
+        files = marker.get("files") if isinstance(marker.get("files"), dict) else {}
+        problem = None
+        for name in (CHECK_FILE, TESTS_FILE):
+            path = folder / name
+            if not path.is_file():
+                problem = f"no {name}: the check did not finish"
+            elif outputs.sha256(path) not in (files.get(name) or ()):
+                problem = f"{name} is not the file {CHECK_COMMAND} wrote (changed since)"
+            if problem:
+                break
+        if problem is None:
+            try:
+                info = json.loads((folder / CHECK_FILE).read_text())
+                tests = pd.read_csv(folder / TESTS_FILE)
+                if not isinstance(info, dict) or "verdict" not in info:
+                    raise ValueError("no verdict")
+            except (OSError, ValueError) as exc:
+                problem = f"unreadable ({type(exc).__name__})"
+        if problem is None:
+            png = folder / "stationarity.png"
+            own = png.is_file() and outputs.sha256(png) in (files.get(png.name) or ())
+            found.checks.append({"info": info, "tests": tests, "path": folder,
+                                 "figure": png if own else None})
+        else:
+            found.problems.append((folder, problem))
+    return found
 
 
 def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, str]:
@@ -159,40 +208,119 @@ def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, s
     return fig, caption
 
 
-def verdict_table(checks: list[dict]) -> pd.DataFrame:
-    """One row per stored check."""
-    keys = ("label", "sampler", "experiment", "target", "adaptation", "verdict", "n_chains", "times",
-            "min_p_holm", "worst_test", "occupancy_last", "max_abs_z_mean_last",
-            "max_abs_z_second_last", "seed")
-    rows = [{k: c["info"].get(k) for k in keys} for c in checks]
-    return pd.DataFrame(rows, columns=list(keys))
+VERDICT_COLUMNS = (
+    # (check.json key, header, LaTeX header, how the cell is written)
+    ("label", "check", "check", str),
+    ("target", "target", "target", str),
+    ("adaptation", "adaptation", "adaptation", str),
+    ("verdict", "verdict", "verdict", lambda v: "pass" if v == "pass" else f"{FLAG_MARK} {v}"),
+    ("alpha", "α", r"$\alpha$", "{:g}".format),
+    ("n_chains", "chains", "chains", str),
+    ("times", "times", "times", str),
+    ("n_tests", "tests", "tests", str),
+    ("min_p_holm", "min Holm p", "min Holm $p$", "{:.3g}".format),
+    ("worst_test", "worst test", "worst test", str),
+    ("max_abs_z_mean_last", "max abs z, mean (last)", "max $|z|$, mean (last)", "{:.3g}".format),
+    ("max_abs_z_second_last", "max abs z, E[(x−μ)²] (last)",
+     r"max $|z|$, $E[(x-\mu)^2]$ (last)", "{:.3g}".format),
+    ("occupancy_last", "mode share (last)", "mode share (last)", str),
+    ("seed", "seed", "seed", str),
+)
 
 
-def render_validity(results_root, out_dir, formats=("png", "pdf")) -> tuple[list, str | None]:
-    """The drift figure per mixture target and the verdict table of the checks stored under
-    ``results_root`` (for ``ckam-bench-figures``): ``(rendered, markdown)``; empty when there
-    are no checks. ``rendered`` holds ``(stem, paths, caption)`` tuples."""
-    checks = load_checks(results_root)
-    if not checks:
-        return [], None
+def verdict_frame(checks: list[dict]) -> pd.DataFrame:
+    """One row per stored check, the values as ``check.json`` holds them."""
+    keys = ["sampler", "experiment", *(key for key, *_ in VERDICT_COLUMNS)]
+    rows = [{**{k: c["info"].get(k) for k in keys}, "folder": str(c["path"])} for c in checks]
+    return pd.DataFrame(rows, columns=[*keys, "folder"])
+
+
+def verdict_table(checks: list[dict], root) -> Table:
+    """The verdict table of the report: one row per check, a failed one marked ⚠ FAIL."""
+    rows, sort_keys = [], []
+    for c in checks:
+        info, row, keys = c["info"], [], []
+        for key, _, _, text in VERDICT_COLUMNS:
+            value = info.get(key)
+            try:
+                row.append("" if value is None else text(value))
+            except (TypeError, ValueError):  # a value of another type than expected
+                row.append(str(value))
+            keys.append(float(value) if isinstance(value, (int, float))
+                        and not isinstance(value, bool) else None)
+        rows.append(row + [os.path.relpath(c["path"], root)])
+        sort_keys.append(keys + [None])
+    header = [h for _, h, _, _ in VERDICT_COLUMNS] + ["folder"]
+    latex_header = [h for _, _, h, _ in VERDICT_COLUMNS] + ["folder"]
+    failed = sum(c["info"].get("verdict") != "pass" for c in checks)
+    notes = [f"{len(checks)} check(s) stored under the results folder by {CHECK_COMMAND}, "
+             f"{failed} failed; a check passes when no Holm-adjusted p-value (every test at "
+             "every time) is below α"]
+    return Table(title="Stationarity checks", stem="validity_verdicts", header=header,
+                 latex_header=latex_header, rows=rows, notes=notes, sort_keys=sort_keys)
+
+
+@dataclass
+class ValiditySection:
+    """What the report shows of the checks stored under its results folder."""
+
+    checks: list[dict]
+    problems: list[tuple[Path, str]]
+    figures: list[Rendered]
+    table: Table
+
+    @property
+    def failed(self) -> list[dict]:
+        return [c for c in self.checks if c["info"].get("verdict") != "pass"]
+
+    def summary(self) -> str:
+        """One sentence: how many checks, which failed."""
+        if not self.failed:
+            return f"All {len(self.checks)} stored stationarity check(s) pass."
+        names = "; ".join(f"{c['info'].get('label', c['info'].get('sampler'))} on "
+                          f"{c['info'].get('target')}" for c in self.failed)
+        return (f"{FLAG_MARK} {len(self.failed)} of {len(self.checks)} stored stationarity "
+                f"check(s) FAIL: {names} — their chains do not stay distributed as π.")
+
+    def markdown(self, out_dir) -> list[str]:
+        """The report.md lines of the section."""
+        lines = ["## Validity (stationarity checks)", "", self.summary(), ""]
+        for fig in self.figures:
+            png = next((p for p in fig.paths if p.suffix == ".png"), None)
+            if png is not None:
+                lines += [f"![{fig.title}]({os.path.relpath(png, out_dir)})", ""]
+            lines += [f"*{fig.title}. {fig.caption}*", ""]
+        lines += [self.table.markdown(), f"(CSV: [{CSV}]({CSV}); LaTeX: "
+                  f"[{self.table.stem}.tex]({self.table.stem}.tex))", ""]
+        if self.problems:
+            lines += ["Check folders not used:", ""]
+            lines += [f"- `{path}`: {why}" for path, why in self.problems]
+            lines.append("")
+        return lines
+
+
+def render_validity(results_root, out_dir, formats=("png",)) -> ValiditySection | None:
+    """The Validity section of the checks stored under ``results_root`` (for
+    ``ckam-bench-figures``): the drift figure per mixture target and the verdict table
+    (markdown, LaTeX and ``validity_verdicts.csv``) written to ``out_dir``; None when no
+    check folder is there."""
+    found = find_checks(results_root)
+    if not found.checks and not found.problems:
+        return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rendered = []
-    for target in sorted({c["info"].get("target") for c in checks if c["info"].get("target")}):
+    for target in sorted({str(c["info"].get("target")) for c in found.checks}):
         try:
-            fig, caption = figure_drift(checks, target)
-        except ValueError:
+            fig, caption = figure_drift(found.checks, target)
+        except ValueError:  # no mode occupancy on this target
             continue
-        stem = f"validity_drift_{target}"
-        paths = []
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            fig.savefig(path, dpi=DPI, format=fmt)
-            paths.append(path)
-        rendered.append((stem, paths, caption))
-    table = verdict_table(checks)
-    table.to_csv(out / "validity_verdicts.csv", index=False)
-    return rendered, markdown(table)
+        rendered.append(Drawn(f"validity_drift_{target}", fig, caption, "Validity",
+                              f"Mode occupancy drift on {target}").save(out, formats))
+    table = verdict_table(found.checks, results_root)
+    table.write(out)
+    verdict_frame(found.checks).to_csv(out / CSV, index=False)
+    return ValiditySection(found.checks, found.problems, rendered, table)
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -245,21 +373,3 @@ def draw_kl_floor(ax, frame: pd.DataFrame, runs, x: str, key: str, palette: dict
                 label=None if labelled else "KL of n exact draws (dashed)")
         labelled = True
     ax.legend(fontsize="small", frameon=False)
-
-
-def append_to_report(report: Path, results_root, out_dir, formats=("png", "pdf")) -> None:
-    """Append a "Validity" section (drift figures and the verdict table of the stationarity
-    checks stored under ``results_root``) to ``report``; nothing when there are none."""
-    rendered, table = render_validity(results_root, out_dir, formats)
-    if table is None:
-        return
-    out = Path(out_dir)
-    lines = ["", "## Validity (stationarity checks)", ""]
-    for stem, paths, caption in rendered:
-        png = [p for p in paths if p.suffix == ".png"]
-        if png:
-            lines += [f"![{stem}]({png[0].relative_to(out)})", ""]
-        lines += [f"*{caption}*", ""]
-    lines += [table, "", "(CSV: [validity_verdicts.csv](validity_verdicts.csv))", ""]
-    with open(report, "a") as fh:
-        fh.write("\n".join(lines))

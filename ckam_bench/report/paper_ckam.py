@@ -4,9 +4,8 @@ One function per kind of figure (``figure_step_size``, ``figure_kl_all``, …), 
 ``f(results, settings, **fixed) -> (Figure, caption)`` through the registry :data:`FIGURES`
 (number → file stem, function, fixed arguments such as the target), each raising
 :class:`NotSupported` (with a one-line reason) when the runs cannot support the figure;
-:func:`render` saves a figure in each requested format. Figures use matplotlib's object API
-(:class:`matplotlib.figure.Figure`, Agg/PDF canvases), never pyplot, so no global state or
-display is involved.
+:func:`render` saves a figure in each requested format (what figures share, e.g.
+:class:`Settings` and the colours, is in :mod:`~ckam_bench.report.drawing`).
 
 =====  ====================================================================================
 Fig.   content (target)
@@ -40,7 +39,6 @@ Every sampler keeps one colour in every figure.
 from __future__ import annotations
 
 import math
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,94 +49,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ckam_bench.report import validity
-from ckam_bench.report.aggregate import Group, Results, StoredRun, aggregate, common_grid
-
-SAMPLER_ORDER = ("rw", "am", "rbam", "gam", "kam", "ckam", "ckam_finite", "ckam_dim")
-SAMPLER_COLOURS = {
-    "rw": "#7f7f7f", "am": "#1f77b4", "rbam": "#2ca02c", "gam": "#9467bd",
-    "kam": "#ff7f0e", "ckam": "#d62728", "ckam_authors": "#8c564b",
-    "ckam_finite": "#e377c2", "ckam_dim": "#17becf",
-}
-KERNEL_COLOURS = {"matern": "#d62728", "gaussian": "#1f77b4", "linear": "#2ca02c"}
-X_LABELS = {
-    "sampler_seconds": "sampler time (s)",
-    "wall_seconds": "wall-clock time (s)",
-    "iterations": "iterations",
-    "n_density": "density evaluations",
-    "n_grad": "gradient evaluations",
-}
-DPI = 150
-
-
-class NotSupported(Exception):
-    """The stored runs cannot support a figure; the message says why (one line)."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What every figure shares: the x-axis column, the band percentiles, the grid size."""
-
-    x: str = "sampler_seconds"
-    band: tuple[float, float] = (10.0, 90.0)
-    n_grid: int = 200
-
-    @property
-    def x_label(self) -> str:
-        return X_LABELS.get(self.x, self.x)
-
-    @property
-    def band_text(self) -> str:
-        lo, hi = self.band
-        return f"{lo:g}–{hi:g} %"
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A figure written to disk: the paper's ``number`` (None for other figures), its files,
-    caption, and the report section and title it is shown under."""
-
-    number: int | None
-    paths: list[Path]
-    caption: str
-    section: str = "Paper figures"
-    title: str = ""
-
-
-@dataclass
-class Drawn:
-    """A drawn figure not yet saved: file stem, figure, caption, report section and title."""
-
-    stem: str
-    figure: Figure
-    caption: str
-    section: str
-    title: str
-
-    def save(self, out_dir: str | Path, formats: tuple[str, ...] = ("png",)) -> Rendered:
-        """Write ``OUT_DIR/<stem>.<format>`` for each format."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for fmt in formats:
-            path = out / f"{self.stem}.{fmt}"
-            self.figure.savefig(path, dpi=DPI, format=fmt)
-            paths.append(path)
-        return Rendered(None, paths, self.caption, self.section, self.title)
-
-
-def colour(name: str, palette: dict = SAMPLER_COLOURS) -> str:
-    """The fixed colour of a sampler (or kernel); unknown names get a stable tab20 colour."""
-    if name in palette:
-        return palette[name]
-    from matplotlib import colormaps
-
-    return colormaps["tab20"](zlib.crc32(name.encode()) % 20)
-
-
-def sampler_order(names) -> list[str]:
-    """The paper's order (rw am rbam gam kam ckam), then any other sampler alphabetically."""
-    names = set(names)
-    return [s for s in SAMPLER_ORDER if s in names] + sorted(names - set(SAMPLER_ORDER))
+from ckam_bench.report.aggregate import Group, Results, StoredRun, sampler_order
+from ckam_bench.report.drawing import (KERNEL_COLOURS, SAMPLER_COLOURS, Drawn, NotSupported,
+                                       Rendered, Settings, built_target, colour, curves,
+                                       new_figure, panels)
 
 
 # ---------------------------------------------------------------------------- selection
@@ -216,18 +130,6 @@ def _with_metric(runs: list[StoredRun], y: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _built_target(runs: list[StoredRun]):
-    """The target rebuilt from the first run whose stored config builds it."""
-    problems = []
-    for run in runs:
-        try:
-            return run.build_target()
-        except Exception as exc:  # a missing or stale config must not stop the figure
-            problems.append(f"{type(exc).__name__}: {exc}")
-    detail = f" ({problems[0].splitlines()[0]})" if problems else ""
-    raise NotSupported(f"cannot rebuild the target from any stored config{detail}")
-
-
 def _box(target, j: int, samples: list[np.ndarray] | None = None) -> tuple[float, float]:
     """The target's box along coordinate j, else the 0.5–99.5 % range of the samples."""
     if target is not None and target.box is not None:
@@ -240,69 +142,18 @@ def _box(target, j: int, samples: list[np.ndarray] | None = None) -> tuple[float
     return (lo, hi) if hi > lo else (lo - 0.5, lo + 0.5)
 
 
-def _samples(run: StoredRun) -> np.ndarray | None:
-    frame = run.samples()
-    if frame is None or frame.empty:
-        return None
-    cols = sorted((c for c in frame.columns if c.startswith("x") and c[1:].isdigit()),
-                  key=lambda c: int(c[1:]))
-    return frame[cols].to_numpy(float)
-
-
-# ---------------------------------------------------------------------------- drawing helpers
-def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def _panels(n: int, ncols: int = 3, width: float = 3.2, height: float = 2.7,
-            sharex: bool = True, sharey: bool = False):
-    ncols = min(ncols, n)
-    nrows = math.ceil(n / ncols)
-    fig = _new_figure(width * ncols, height * nrows)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey)).ravel()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
-
-
-def _curves(ax, frame: pd.DataFrame, y: str, key: str, settings: Settings, log_x: bool,
-            palette: dict) -> dict[str, int]:
-    """Median line and band of ``y`` per value of ``key``; returns the run count per value."""
-    finite = frame[np.isfinite(pd.to_numeric(frame[y], errors="coerce"))]
-    try:
-        grid = common_grid(finite, settings.x, n=settings.n_grid, log=log_x)
-    except ValueError as exc:  # e.g. n_grad is 0 for gradient-free samplers
-        raise NotSupported(str(exc)) from exc
-    agg = aggregate(frame, settings.x, y, by=[key], band=settings.band, grid=grid)
-    counts = frame.groupby(key)["run_id"].nunique().to_dict()
-    counts = {name: counts[name] for name in sampler_order(counts)}
-    for name in counts:
-        part = agg[agg[key] == name]
-        part = part[part["n_seeds"] >= max(1, math.ceil(counts[name] / 2))]
-        if part.empty:
-            continue
-        c = colour(name, palette)
-        ax.plot(part["x"], part["median"], color=c, lw=1.6, drawstyle="steps-post",
-                label=f"{name} (n={counts[name]})")
-        if counts[name] > 1:
-            ax.fill_between(part["x"], part["lo"], part["hi"], color=c, alpha=0.2, lw=0,
-                            step="post")
-    if log_x:
-        ax.set_xscale("log")
-    values = agg[["median", "lo", "hi"]].to_numpy(float)
-    values = values[np.isfinite(values)]
-    if values.size and values.min() > 0 and values.max() >= 10 * values.min():
-        ax.set_yscale("log")  # only when the values span at least a decade
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small", frameon=False)
-    return counts
-
-
 def _seed_text(counts: dict[str, int], keys=()) -> str:
     """'rw 5, ckam 5' plus '; none with data: kam' for ``keys`` missing from ``counts``."""
     text = ", ".join(f"{k} {v}" for k, v in counts.items())
     missing = [k for k in keys if k not in counts]
     return text + (f"; none with data: {', '.join(missing)}" if missing else "")
+
+
+def _comparison_note(results: Results, target: str, what: str, counts: dict[str, int],
+                     by_sampler: dict) -> str:
+    """The end of an all-sampler caption: runs (or seeds) per sampler, what was left out."""
+    return (f" {what} per sampler: {_seed_text(counts, by_sampler)}."
+            + left_out(results, target, list(comparison_groups(results, target).values())))
 
 
 def _metric_vs_x(target: str, y: str, ylabel: str, settings: Settings,
@@ -314,9 +165,9 @@ def _metric_vs_x(target: str, y: str, ylabel: str, settings: Settings,
         raise NotSupported(f"no finite {y} in the traces of the runs on {target}")
     if settings.x not in frame.columns:
         raise NotSupported(f"the traces have no column {settings.x}")
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot()
-    counts = _curves(ax, frame, y, key, settings, log_x, palette)
+    counts = curves(ax, frame, y, key, settings, log_x, palette)
     if y == "kl":
         validity.draw_kl_floor(ax, frame, runs, settings.x, key, palette, colour)
     ax.set_xlabel(settings.x_label)
@@ -345,7 +196,7 @@ def figure_step_size(results: Results, settings: Settings, cycles: int = 10):
                key=lambda r: float(r.trace["iterations"].iloc[-1]))
     length = _cycle_length(ckam)
     horizon = cycles * length
-    fig = _new_figure(7.0, 3.8)
+    fig = new_figure(7.0, 3.8)
     ax = fig.add_subplot()
     shown, last = [], 0
     for run in [ckam, *[r for r in kam_runs if r.seed == seed][:1]]:
@@ -385,7 +236,7 @@ def _cycle_length(run: StoredRun) -> int:
 
 def figure_density(results: Results, settings: Settings, target: str, resolution: int = 300):
     """Figs. 2/5: the density of a 2-D target on its box."""
-    tgt = _built_target(_target_runs(results, target))
+    tgt = built_target(_target_runs(results, target))
     if tgt.dim != 2:
         raise NotSupported(f"target {target} has dimension {tgt.dim}, not 2")
     (x_lo, x_hi), (y_lo, y_hi) = _box(tgt, 0), _box(tgt, 1)
@@ -393,7 +244,7 @@ def figure_density(results: Results, settings: Settings, target: str, resolution
     gx, gy = np.meshgrid(xs, ys)
     logp = tgt._log_density_batch(np.column_stack([gx.ravel(), gy.ravel()]))
     density = np.exp(logp - np.max(logp)).reshape(gx.shape)
-    fig = _new_figure(7.0, 5.6 * (y_hi - y_lo) / (x_hi - x_lo) + 0.9)
+    fig = new_figure(7.0, 5.6 * (y_hi - y_lo) / (x_hi - x_lo) + 0.9)
     ax = fig.add_subplot()
     image = ax.imshow(density, origin="lower", extent=(x_lo, x_hi, y_lo, y_hi), cmap="viridis",
                       interpolation="nearest")
@@ -409,7 +260,7 @@ def figure_density(results: Results, settings: Settings, target: str, resolution
 def figure_gmm32_dims(results: Results, settings: Settings, target: str = "gmm32",
                       dims: tuple[int, int] = (2, 7), resolution: int = 300):
     """Fig. 8: joint density of two coordinates (1-based ``dims``) and their marginals."""
-    tgt = _built_target(_target_runs(results, target))
+    tgt = built_target(_target_runs(results, target))
     if tgt.dim < max(dims):
         raise NotSupported(f"target {target} has dimension {tgt.dim} < {max(dims)}")
     if not tgt.has_marginals:
@@ -418,7 +269,7 @@ def figure_gmm32_dims(results: Results, settings: Settings, target: str = "gmm32
     (a_lo, a_hi), (b_lo, b_hi) = _box(tgt, j), _box(tgt, k)
     xs, ys = np.linspace(a_lo, a_hi, resolution), np.linspace(b_lo, b_hi, resolution)
     px, py = np.exp(tgt.marginal_logpdf(j, xs)), np.exp(tgt.marginal_logpdf(k, ys))
-    fig = _new_figure(12.0, 4.0)
+    fig = new_figure(12.0, 4.0)
     ax_joint, ax_a, ax_b = fig.subplots(1, 3, width_ratios=(1.2, 1, 1))
     ax_joint.imshow(np.outer(py, px), origin="lower", extent=(a_lo, a_hi, b_lo, b_hi),
                     cmap="viridis", interpolation="nearest")
@@ -444,9 +295,8 @@ def figure_kl_all(results: Results, settings: Settings, target: str):
     fig, counts = _metric_vs_x(target, "kl", "symmetric KL", settings, by_sampler,
                                "sampler", SAMPLER_COLOURS)
     caption = (f"Symmetric KL divergence against {settings.x_label} on {target}, every sampler: "
-               f"median over seeds and {settings.band_text} band (log x-axis). "
-               f"Runs per sampler: {_seed_text(counts, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"median over seeds and {settings.band_text} band (log x-axis)."
+               + _comparison_note(results, target, "Runs", counts, by_sampler))
     return fig, caption
 
 
@@ -480,8 +330,7 @@ def figure_ess(results: Results, settings: Settings, target: str = "bimodal"):
                                by_sampler, "sampler", SAMPLER_COLOURS)
     caption = (f"Effective sample size ({name} over coordinates, bulk ESS) against "
                f"{settings.x_label} on {target}: median over seeds and {settings.band_text} "
-               f"band. Runs per sampler: {_seed_text(counts, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"band." + _comparison_note(results, target, "Runs", counts, by_sampler))
     return fig, caption
 
 
@@ -511,7 +360,7 @@ def figure_kernels(results: Results, settings: Settings, target: str = "bimodal"
 def _stored_samples(results: Results, target: str):
     """The comparison runs of ``target`` by sampler, and their non-empty stored samples."""
     by_sampler = comparison_runs(results, target)
-    samples = {name: [s for s in map(_samples, runs) if s is not None and len(s)]
+    samples = {name: [s for s in map(StoredRun.sample_array, runs) if s is not None and len(s)]
                for name, runs in by_sampler.items()}
     samples = {k: v for k, v in samples.items() if v}
     if not samples:
@@ -529,7 +378,7 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
     width = np.diff(edges)
     xs = np.linspace(lo, hi, 600)
     exact = np.exp(tgt.marginal_logpdf(j, xs)) if tgt is not None and tgt.has_marginals else None
-    fig, axes = _panels(len(samples), sharey=True)
+    fig, axes = panels(len(samples), sharey=True)
     q_lo, q_hi = settings.band
     for ax, (name, runs) in zip(axes, samples.items()):
         dens = np.array([np.histogram(s[:, j], edges)[0] / (len(s) * width) for s in runs])
@@ -549,9 +398,9 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
     truth = "the exact marginal (black)" if exact is not None else "no exact marginal available"
     caption = (f"Marginal of coordinate x{j} on {target}: each sampler's sample histogram "
                f"({bins} bins on [{lo:g}, {hi:g}]; median over seeds, {settings.band_text} "
-               f"band) against {truth}. Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"band) against {truth}."
+               + _comparison_note(results, target, "Seeds",
+                                  {k: len(v) for k, v in samples.items()}, by_sampler))
     return fig, caption
 
 
@@ -572,7 +421,7 @@ def figure_density_per_sampler(results: Results, settings: Settings, target: str
         gx, gy = np.meshgrid(mx, my)
         logp = tgt._log_density_batch(np.column_stack([gx.ravel(), gy.ravel()]))
         contour = (mx, my, np.exp(logp - logp.max()).reshape(gx.shape))
-    fig, axes = _panels(len(samples), width=3.6, height=2.9, sharey=True)
+    fig, axes = panels(len(samples), width=3.6, height=2.9, sharey=True)
     area = np.diff(ex)[:, None] * np.diff(ey)[None, :]
     for ax, (name, runs) in zip(axes, samples.items()):
         dens = np.mean([np.histogram2d(s[:, 0], s[:, 1], [ex, ey])[0] / (len(s) * area)
@@ -589,16 +438,16 @@ def figure_density_per_sampler(results: Results, settings: Settings, target: str
              if contour is not None else "")
     caption = (f"Density (2-D histogram, {bins} × {bins} bins, mean over seeds of each seed's "
                f"normalised histogram) of the samples collected by each sampler on {target}."
-               f"{truth} Seeds per sampler: "
-               f"{_seed_text({k: len(v) for k, v in samples.items()}, by_sampler)}."
-               + left_out(results, target, list(comparison_groups(results, target).values())))
+               f"{truth}"
+               + _comparison_note(results, target, "Seeds",
+                                  {k: len(v) for k, v in samples.items()}, by_sampler))
     return fig, caption
 
 
 def _try_target(by_sampler: dict[str, list[StoredRun]]):
     """The rebuilt target, or None when no stored config builds it."""
     try:
-        return _built_target([r for runs in by_sampler.values() for r in runs])
+        return built_target([r for runs in by_sampler.values() for r in runs])
     except NotSupported:
         return None
 

@@ -1,0 +1,164 @@
+"""What every figure module of the report shares (``paper_*``, :mod:`~ckam_bench.report.generic`,
+:mod:`~ckam_bench.report.cli`): the settings of a report, the fixed colours, a figure drawn
+(:class:`Drawn`) and saved (:class:`Rendered`), :class:`NotSupported`, and the drawing helpers
+(median-and-band curves over seeds, panel grids, the target rebuilt from a stored config).
+
+Figures use matplotlib's object API (:class:`matplotlib.figure.Figure`, Agg/PDF canvases),
+never pyplot, so no global state or display is involved.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ckam_bench.report.aggregate import StoredRun, aggregate, common_grid, sampler_order
+
+SAMPLER_COLOURS = {
+    "rw": "#7f7f7f", "am": "#1f77b4", "rbam": "#2ca02c", "gam": "#9467bd",
+    "kam": "#ff7f0e", "ckam": "#d62728", "ckam_authors": "#8c564b",
+    "ckam_finite": "#e377c2", "ckam_dim": "#17becf",
+}
+KERNEL_COLOURS = {"matern": "#d62728", "gaussian": "#1f77b4", "linear": "#2ca02c"}
+X_LABELS = {
+    "sampler_seconds": "sampler time (s)",
+    "wall_seconds": "wall-clock time (s)",
+    "iterations": "iterations",
+    "n_density": "density evaluations",
+    "n_grad": "gradient evaluations",
+}
+DPI = 150
+
+
+class NotSupported(Exception):
+    """The stored runs cannot support a figure; the message says why (one line)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every figure shares: the x-axis column, the band percentiles, the grid size."""
+
+    x: str = "sampler_seconds"
+    band: tuple[float, float] = (10.0, 90.0)
+    n_grid: int = 200
+
+    @property
+    def x_label(self) -> str:
+        return X_LABELS.get(self.x, self.x)
+
+    @property
+    def band_text(self) -> str:
+        lo, hi = self.band
+        return f"{lo:g}–{hi:g} %"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A figure written to disk: the paper's ``number`` (None for other figures), its files,
+    caption, and the report section and title it is shown under."""
+
+    number: int | None
+    paths: list[Path]
+    caption: str
+    section: str = "Paper figures"
+    title: str = ""
+
+
+@dataclass
+class Drawn:
+    """A drawn figure not yet saved: file stem, figure, caption, report section and title."""
+
+    stem: str
+    figure: Figure
+    caption: str
+    section: str
+    title: str
+
+    def save(self, out_dir: str | Path, formats: tuple[str, ...] = ("png",)) -> Rendered:
+        """Write ``OUT_DIR/<stem>.<format>`` for each format."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for fmt in formats:
+            path = out / f"{self.stem}.{fmt}"
+            self.figure.savefig(path, dpi=DPI, format=fmt)
+            paths.append(path)
+        return Rendered(None, paths, self.caption, self.section, self.title)
+
+
+def colour(name: str, palette: dict = SAMPLER_COLOURS) -> str:
+    """The fixed colour of a sampler (or kernel); unknown names get a stable tab20 colour."""
+    if name in palette:
+        return palette[name]
+    from matplotlib import colormaps
+
+    return colormaps["tab20"](zlib.crc32(name.encode()) % 20)
+
+
+def built_target(runs: list[StoredRun]):
+    """The target rebuilt from the first run whose stored config builds it."""
+    problems = []
+    for run in runs:
+        try:
+            return run.build_target()
+        except Exception as exc:  # a missing or stale config must not stop the figure
+            problems.append(f"{type(exc).__name__}: {exc}")
+    detail = f" ({problems[0].splitlines()[0]})" if problems else ""
+    raise NotSupported(f"cannot rebuild the target from any stored config{detail}")
+
+
+# ---------------------------------------------------------------------------- drawing helpers
+def new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
+    """An empty figure with a constrained layout."""
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def panels(n: int, ncols: int = 3, width: float = 3.2, height: float = 2.7,
+           sharex: bool = True, sharey: bool = False):
+    """A figure with ``n`` axes on a grid of ``ncols`` columns (the spare cells hidden)."""
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig = new_figure(width * ncols, height * nrows)
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def curves(ax, frame: pd.DataFrame, y: str, key: str, settings: Settings, log_x: bool,
+           palette: dict) -> dict[str, int]:
+    """Median line and band of ``y`` per value of ``key``; returns the run count per value."""
+    finite = frame[np.isfinite(pd.to_numeric(frame[y], errors="coerce"))]
+    try:
+        grid = common_grid(finite, settings.x, n=settings.n_grid, log=log_x)
+    except ValueError as exc:  # e.g. n_grad is 0 for gradient-free samplers
+        raise NotSupported(str(exc)) from exc
+    agg = aggregate(frame, settings.x, y, by=[key], band=settings.band, grid=grid)
+    counts = frame.groupby(key)["run_id"].nunique().to_dict()
+    counts = {name: counts[name] for name in sampler_order(counts)}
+    for name in counts:
+        part = agg[agg[key] == name]
+        part = part[part["n_seeds"] >= max(1, math.ceil(counts[name] / 2))]
+        if part.empty:
+            continue
+        c = colour(name, palette)
+        ax.plot(part["x"], part["median"], color=c, lw=1.6, drawstyle="steps-post",
+                label=f"{name} (n={counts[name]})")
+        if counts[name] > 1:
+            ax.fill_between(part["x"], part["lo"], part["hi"], color=c, alpha=0.2, lw=0,
+                            step="post")
+    if log_x:
+        ax.set_xscale("log")
+    values = agg[["median", "lo", "hi"]].to_numpy(float)
+    values = values[np.isfinite(values)]
+    if values.size and values.min() > 0 and values.max() >= 10 * values.min():
+        ax.set_yscale("log")  # only when the values span at least a decade
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small", frameon=False)
+    return counts
