@@ -70,7 +70,6 @@ chain's state (``resumable = False``) restarts a killed run from its first itera
 (its status says ``restarted``), never continuing a new chain in an old trace.
 """
 
-
 from __future__ import annotations
 
 import signal
@@ -113,7 +112,6 @@ class StopRequest:
         return False
 
 
-
 class _Progress:
     """A tqdm bar over the budget of sampler seconds (quiet when not on a terminal)."""
 
@@ -137,7 +135,6 @@ class _Progress:
 
     def close(self):
         self.bar.close()
-
 
 
 class Runner:

@@ -303,7 +303,7 @@ class FiniteDivergenceMinimisation(DivergenceMinimisation):
         self._tree = (points, chols, np.ascontiguousarray(log_dets), *flatten_tree(points))
         size = 2 * self._tree[3].shape[0] + 2
         return int(nearest(np.ascontiguousarray(state.x, dtype=float), points, *self._tree[3:10],
-                            np.empty(size, dtype=np.int64), np.empty(size), -1))
+                           np.empty(size, dtype=np.int64), np.empty(size), -1))
 
     def _mh_segment(self, state: DMState, n: int):
         d = self.target.dim

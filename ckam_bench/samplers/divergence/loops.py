@@ -85,7 +85,7 @@ def _outputs(n, d):
 
 # ---------------------------------------------------------------------------- adaptive (DM) loop
 def dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamma_mult, shrink,
-             scout, tau, scout_sd, swap_every, t0, bank_x, bank_L, bank_seen):
+            scout, tau, scout_sd, swap_every, t0, bank_x, bank_L, bank_seen):
     """n iterations of DM (with the scout chain when ``scout``), updating x, L, s, the bank in
     place. Row i of ``normals``: J·d steps, accept, [scout d steps, scout accept, swap],
     [reservoir]. Returns (logp, logp_s, gamma_mult, bank_seen, samples, log_ratio, accepted,
@@ -219,7 +219,7 @@ def dm_loop(f, x, logp, L, s, logp_s, normals, rates, beta, clip, n_draws, gamma
 
 # ---------------------------------------------------------------------------- non-adaptive (MH) loop
 def mh_loop(f, x, logp, idx_x, s, logp_s, normals, log_u, points, chols, log_dets, split_dim, split, lesser,
-             greater, start, end, indices, reverse_at_proposal, scout, tau, scout_sd, swap_every, t0):
+            greater, start, end, indices, reverse_at_proposal, scout, tau, scout_sd, swap_every, t0):
     """n iterations of the nearest-factor MH chain (plus the scout chain when ``scout``).
     Row i of ``normals``: d steps, accept, [scout d steps, scout accept, swap]; ``log_u`` the
     accept column as log-uniforms (log Φ, computed outside the loop). Returns
@@ -249,7 +249,7 @@ def mh_loop(f, x, logp, idx_x, s, logp_s, normals, log_u, points, chols, log_det
         logp_y = f(y)
         if math.isfinite(logp_y):
             idx_y = nearest(y, points, split_dim, split, lesser, greater, start, end, indices, stack, bounds,
-                             idx_x)
+                            idx_x)
             j = idx_y if reverse_at_proposal else idx_x
             # z = L_j⁻¹ (x − y), forward substitution
             M = chols[j]
@@ -289,7 +289,7 @@ def mh_loop(f, x, logp, idx_x, s, logp_s, normals, log_u, points, chols, log_det
                 if swapped:
                     swaps_accepted += 1
                     idx_x = nearest(x, points, split_dim, split, lesser, greater, start, end, indices, stack,
-                                     bounds, -1)
+                                    bounds, -1)
         logps[i] = logp
         for a in range(d):
             samples[i, a] = x[a]
