@@ -53,7 +53,7 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
     numba = None
 
 __all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
-           "kernel", "helper", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
+           "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
            "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer"]
 
 AVAILABLE = numba is not None
@@ -216,6 +216,18 @@ def bind_density(fn, *params):
         compiled = numba.njit(log_density)  # compiled at its first call from Python, if any
         _DENSITIES[key] = compiled
     return compiled
+
+
+@helper
+def log_uniform(z):
+    """log Φ(z) for a standard normal z: a log-uniform, for samplers that pre-draw all their
+    random numbers as one normal block; stable in the lower tail."""
+    if z > -5.0:
+        return math.log(0.5 * math.erfc(-z / math.sqrt(2.0)))
+    # asymptotic series of log Φ for z → −∞ (relative error < 1e-7 at z = −5)
+    z2 = z * z
+    return -0.5 * z2 - math.log(-z) - 0.5 * math.log(2.0 * math.pi) + math.log(
+        1.0 - 1.0 / z2 + 3.0 / (z2 * z2) - 15.0 / (z2 * z2 * z2))
 
 
 @helper

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from ckam_bench import rundir, store
+from ckam_bench.budget import SamplerClock, Schedule
 from ckam_bench.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import Block, Sampler
 from ckam_bench.targets.base import Target
@@ -96,6 +97,34 @@ def test_budget_validation():
     with pytest.raises(ValueError, match="max_iterations"):
         Budget(1, max_iterations=0)
     assert Budget(10).wall_cap == 80
+
+
+def test_schedule_passes_every_reached_checkpoint_and_sizes_blocks_to_land_on_the_next():
+    at = {"seconds": 0.0, "iterations": 0, "density": 0, "grad": 0}
+    budget = Budget(60, max_iterations=1000, max_density=5000)
+    schedule = Schedule(np.array([10.0, 20.0, 40.0]), "iterations", budget, at.__getitem__)
+    assert not schedule.due() and schedule.iterations_left({"density": 1.0, "grad": 0.0}) == 10
+    at["iterations"] = 25  # one block passed two checkpoints: one row, and the next is 40
+    assert schedule.due() and schedule.next == 2 and not schedule.due()
+    assert schedule.iterations_left({"density": 1.0, "grad": 0.0}) == 15
+    at["density"] = 4990  # 10 evaluations left at 4 per iteration: the 3rd iteration reaches it
+    assert schedule.iterations_left({"density": 4.0, "grad": 0.0}) == 3
+    assert budget.exhausted(at.__getitem__) is None
+    at["density"], at["iterations"] = 5000, 1000  # the iteration cap is named first
+    assert budget.exhausted(at.__getitem__) == "max_iterations"
+    seconds = Schedule(np.array([1.0, 2.0]), "seconds", budget, at.__getitem__)
+    at["seconds"] = 0.25
+    assert seconds.seconds_left() == 0.75  # to the next checkpoint, not to the end of the budget
+
+
+def test_sampler_clock_counts_only_calls_that_return():
+    clock = SamplerClock()
+    with clock.running():
+        time.sleep(0.01)
+    assert clock.wall >= 0.01 and clock.last == clock.wall and clock.on("cpu") == clock.cpu
+    with pytest.raises(KeyboardInterrupt), clock.running():
+        raise KeyboardInterrupt
+    assert clock.wall == clock.last
 
 
 def test_slow_metric_does_not_consume_the_sampler_budget(tmp_path):

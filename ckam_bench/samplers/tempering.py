@@ -38,16 +38,6 @@ from ckam_bench.targets.base import Target
 MAX_CHAINS = 1000
 
 
-@jit.helper
-def _log_phi(z):
-    """log Φ(z): a log-uniform from a standard normal z (lower tail by its asymptotic series)."""
-    if z > -5.0:
-        return math.log(0.5 * math.erfc(-z / math.sqrt(2.0)))
-    z2 = z * z
-    return -0.5 * z2 - math.log(-z) - 0.5 * math.log(2.0 * math.pi) + math.log(
-        1.0 - 1.0 / z2 + 3.0 / (z2 * z2) - 15.0 / (z2 * z2 * z2))
-
-
 def _pt_loop(log_density, X, logps, betas, steps, normals):
     """n PT iterations in place on X (k, d) and logps (k,). Returns (samples of chain 1,
     chain 1's log ratios, chain 1's accept flags, chain 1's log π, swaps tried per pair,
@@ -70,7 +60,7 @@ def _pt_loop(log_density, X, logps, betas, steps, normals):
             lp = log_density(y)
             if math.isfinite(lp):
                 r = betas[j] * (lp - logps[j])
-                acc = _log_phi(row[k * d + j]) < r
+                acc = jit.log_uniform(row[k * d + j]) < r
                 if acc:
                     for a in range(d):
                         X[j, a] = y[a]
@@ -86,7 +76,7 @@ def _pt_loop(log_density, X, logps, betas, steps, normals):
             u = 0.5 * math.erfc(-row[k * d + k] / math.sqrt(2.0))
             p = min(int(u * (k - 1)), k - 2)
             tried[p] += 1.0
-            if _log_phi(row[k * d + k + 1]) < (betas[p] - betas[p + 1]) * (logps[p + 1] - logps[p]):
+            if jit.log_uniform(row[k * d + k + 1]) < (betas[p] - betas[p + 1]) * (logps[p + 1] - logps[p]):
                 swapped[p] += 1.0
                 for a in range(d):
                     tmp = X[p, a]

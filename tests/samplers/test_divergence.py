@@ -15,10 +15,10 @@ from ckam_bench.samplers.divergence import (
     FiniteDivergenceMinimisation,
     FiniteScout,
     Scout,
-    _nearest,
-    _swap,
     flatten_tree,
 )
+from ckam_bench.samplers.divergence.loops import swap
+from ckam_bench.samplers.divergence.nearest import nearest
 from ckam_bench.schedules import Window
 from ckam_bench.targets.divergence import banana_dm, basis4
 from ckam_bench.targets.gaussians import Gaussian
@@ -117,7 +117,7 @@ def test_swap_rule_against_two_state_brute_force(tau):
             hits = 0
             for z in z_grid[::50]:
                 x, s = np.zeros(1), np.ones(1)
-                hits += _swap(x, lx, s, ls, z, tau)[2]
+                hits += swap(x, lx, s, ls, z, tau)[2]
             return hits / z_grid[::50].size
         if rule == "always":
             return 1.0
@@ -169,7 +169,7 @@ def test_kd_tree_search_is_exact():
         tree = flatten_tree(points)
         stack, bounds = np.empty(2 * tree[0].size + 2, dtype=np.int64), np.empty(2 * tree[0].size + 2)
         for q in rng.standard_normal((200, d)) * 1.5:
-            i = _nearest(q, points, *tree, stack, bounds, int(rng.integers(-1, size)))
+            i = nearest(q, points, *tree, stack, bounds, int(rng.integers(-1, size)))
             assert i == int(np.argmin(((points - q) ** 2).sum(axis=1)))
 
 

@@ -1,0 +1,183 @@
+"""What a run may spend and where it checkpoints: the budget, the sampler clock and the
+checkpoint schedule (used by :class:`ckam_bench.runner.Runner`).
+
+Costs are counted in the :data:`UNITS` — sampler seconds (on the budget's clock), iterations,
+density evaluations, gradient evaluations. :class:`Budget` says when a run stops,
+:func:`checkpoint_times` lays out the checkpoint positions in one unit, :class:`Schedule`
+tracks the run along them (which checkpoint is next, how many iterations the next block may
+run without passing it or a budget) and :class:`SamplerClock` counts only the time spent
+inside the sampler.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+UNITS = ("seconds", "iterations", "density", "grad")
+"""Cost units of budgets and checkpoints: sampler seconds (on the budget's clock), iterations,
+density evaluations, gradient evaluations."""
+MAX_CHECKPOINTS = 100_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a run stops: sampler seconds on ``clock`` (``wall``: wall time of the sampler
+    loop; ``cpu``: the sampler thread's CPU time), and optionally a number of iterations (met
+    exactly), density evaluations or gradient evaluations (met at the end of the iteration that
+    reaches them), and a hard wall-clock cap on the whole run."""
+
+    seconds: float
+    max_iterations: int | None = None
+    wall_seconds: float | None = None
+    max_density: int | None = None
+    max_grad: int | None = None
+    clock: str = "wall"
+
+    def __post_init__(self):
+        if not (math.isfinite(self.seconds) and self.seconds > 0):
+            raise ValueError(f"budget.seconds must be a finite number > 0, got {self.seconds}")
+        for key in ("max_iterations", "max_density", "max_grad"):
+            value = getattr(self, key)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"budget.{key} must be >= 1, got {value}")
+        if self.wall_seconds is not None and not self.wall_seconds > 0:
+            raise ValueError(f"budget.wall_seconds must be > 0, got {self.wall_seconds}")
+        if self.clock not in ("wall", "cpu"):
+            raise ValueError(f"budget.clock must be wall or cpu, got {self.clock!r}")
+
+    @property
+    def wall_cap(self) -> float:
+        return self.wall_seconds if self.wall_seconds is not None else 2.0 * self.seconds + 60.0
+
+    def limit(self, unit: str) -> float | None:
+        """The budget in ``unit`` (None when the budget sets none)."""
+        return {"seconds": self.seconds, "iterations": self.max_iterations,
+                "density": self.max_density, "grad": self.max_grad}[unit]
+
+    def exhausted(self, position) -> str | None:
+        """Why a run at ``position(unit)`` stops (``max_iterations``, ``max_density``,
+        ``max_grad`` or ``budget``, checked in that order), None while it may go on."""
+        for unit, reason in (("iterations", "max_iterations"), ("density", "max_density"),
+                             ("grad", "max_grad"), ("seconds", "budget")):
+            limit = self.limit(unit)
+            if limit is not None and position(unit) >= limit:
+                return reason
+        return None
+
+
+def checkpoint_times(limit: float, first: float = 0.05, per_decade: int | None = 8,
+                     every: float | None = None, unit: str = "seconds") -> np.ndarray:
+    """Sorted checkpoint positions in ``unit``, all < ``limit``.
+
+    The union of a log-spaced grid from ``first`` to ``limit`` (``per_decade`` points per
+    factor 10) and, when ``every`` is set, the multiples of ``every``. Counts (iterations,
+    evaluations) are rounded up to whole numbers. More than :data:`MAX_CHECKPOINTS` positions
+    is an error, raised before anything is allocated.
+    """
+    if not first > 0:
+        raise ValueError(f"checkpoint.first must be > 0, got {first}")
+    times = []
+    if per_decade:
+        if int(per_decade) < 1:
+            raise ValueError(f"checkpoint.per_decade must be >= 1 or null, got {per_decade}")
+        if first < limit:
+            n = int(math.floor(per_decade * math.log10(limit / first))) + 1
+            if n > MAX_CHECKPOINTS:
+                raise ValueError(f"checkpoint.per_decade gives {n} checkpoints, more than "
+                                 f"{MAX_CHECKPOINTS}")
+            times.append(first * 10.0 ** (np.arange(n) / per_decade))
+    if every is not None:
+        if not every > 0:
+            raise ValueError(f"checkpoint.every must be > 0, got {every}")
+        n = math.ceil(limit / every)
+        if n > MAX_CHECKPOINTS:
+            raise ValueError(f"checkpoint.every={every} gives {n:.3g} checkpoints in a budget "
+                             f"of {limit:g} {unit}, more than {MAX_CHECKPOINTS}")
+        times.append(np.arange(1, n + 1) * every)
+    if not times:
+        return np.empty(0)
+    t = np.concatenate(times)
+    if unit != "seconds":
+        t = np.ceil(t)
+    t = np.unique(t)
+    return t[t < limit]
+
+
+class Schedule:
+    """A run's way along its checkpoint positions ``times`` (in ``unit``) under ``budget``.
+
+    ``next`` is the index of the next checkpoint (stored in the resume state, so a resumed run
+    never repeats a row). ``position(unit)`` is the run's position in any of the :data:`UNITS`.
+    """
+
+    def __init__(self, times: np.ndarray, unit: str, budget: Budget, position):
+        self.times = times
+        self.unit = unit
+        self.budget = budget
+        self.position = position
+        self.next = 0
+
+    def due(self) -> bool:
+        """True when the run has reached the next checkpoint; moves past every position it
+        has reached (several, when one block passed more than one)."""
+        here = self.position(self.unit)
+        if self.next < len(self.times) and here >= self.times[self.next]:
+            while self.next < len(self.times) and here >= self.times[self.next]:
+                self.next += 1
+            return True
+        return False
+
+    def seconds_left(self) -> float:
+        """Sampler seconds to the end of the budget, or to the next checkpoint in seconds."""
+        clock = self.position("seconds")
+        left = self.budget.seconds - clock
+        if self.unit == "seconds" and self.next < len(self.times):
+            left = min(left, self.times[self.next] - clock)
+        return left
+
+    def iterations_left(self, cost: dict) -> int:
+        """The most iterations the next block may run without passing the next checkpoint or
+        a budget in a counted unit (iterations exactly; evaluations at ``cost``, the
+        evaluations per iteration of the latest block)."""
+        limits = {unit: self.budget.limit(unit) for unit in ("iterations", "density", "grad")}
+        if self.unit != "seconds" and self.next < len(self.times):
+            mark = self.times[self.next]
+            limits[self.unit] = mark if limits[self.unit] is None else min(limits[self.unit], mark)
+        n = 1 << 62
+        for unit, limit in limits.items():
+            if limit is None:
+                continue
+            left = limit - self.position(unit)
+            per = 1.0 if unit == "iterations" else cost[unit]
+            if per > 0:
+                n = min(n, max(1, math.ceil(left / per)))
+        return n
+
+
+class SamplerClock:
+    """Time spent inside the sampler only, in wall seconds (``wall``) and in CPU seconds of
+    the whole process (``cpu``: ``time.process_time``, every thread included); ``last`` is the
+    wall time of the latest timed call."""
+
+    def __init__(self):
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.last = 0.0
+
+    @contextmanager
+    def running(self):
+        """Count the time of the ``with`` body."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        yield  # a call that raises is not counted
+        self.last = time.perf_counter() - t0
+        self.wall += self.last
+        self.cpu += time.process_time() - c0
+
+    def on(self, clock: str) -> float:
+        """Sampler seconds on ``clock`` (``wall`` or ``cpu``)."""
+        return self.cpu if clock == "cpu" else self.wall
