@@ -48,8 +48,10 @@ exact evaluates the Hessian at y only when log r < 0 (the only case that uses it
 without a Hessian makes gadMALA exact decline it (``skip``).
 
 Compiled loops as in :mod:`ckam_bench.samplers.hamiltonian`: the kernel's body is the Python
-loop ``_gad_loop``, compiled when the target has ``jit_log_density_and_grad()`` (and, for the
-exact variant, ``jit_hessian_log_density()``) and ``CKAM_BENCH_JIT`` is not 0.
+loop ``_gad_loop``, compiled when the target has ``jit_log_density_and_grad()`` and
+``CKAM_BENCH_JIT`` is not 0; the exact variant's burn-in also needs ``jit_hessian_log_density()``
+(without it the burn-in runs in Python and the sampling phase, which needs no Hessian,
+compiled).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from ckam_bench.samplers.hamiltonian import (
     check_burn_in,
     check_fraction,
     check_positive,
+    counted_density_and_grad,
     counted_hessian,
     start_with_gradient,
 )
@@ -303,12 +306,10 @@ class _GradientAdaptive(GradientSampler):
         density = jit.compiled_log_density_and_grad(target)
         if self._mode == RWM:
             warm_up_walk(target)
-        if density is not None:
-            hess = self._hessian_for(target)
-            if hess is not None:
-                x, d = np.array(target.start, dtype=float), target.dim
-                _gad_kernel(density, hess, self._mode, x, 0.0, np.zeros(d), np.eye(d), np.zeros((d, d)), 1.0, 0, 0,
-                            np.zeros((1, d)), np.zeros(1), 1e-4, 0.02, 0.5)
+        if density is not None:  # (no Hessian is called after burn-in)
+            x, d = np.array(target.start, dtype=float), target.dim
+            _gad_kernel(density, _NO_HESSIAN, self._mode, x, 0.0, np.zeros(d), np.eye(d), np.zeros((d, d)), 1.0, 0,
+                        0, np.zeros((1, d)), np.zeros(1), 1e-4, 0.02, 0.5)
 
     def _hessian_for(self, target: Target):
         return _NO_HESSIAN
@@ -318,9 +319,9 @@ class _GradientAdaptive(GradientSampler):
         if d > self.MAX_DIM:
             raise ValueError(f"target.dim must be <= {self.MAX_DIM} for {self.name} (dense d x d factor), got {d}")
         self._bind(target, rng)
+        # without a compiled Hessian (gadMALA exact on such a target) the burn-in runs in Python
+        # and the fixed-L sampling phase, which needs none, compiled
         self._compiled_hessian = self._hessian_for(target) if self._compiled is not None else None
-        if self._compiled is not None and self._compiled_hessian is None:
-            self._compiled = None  # no compiled Hessian: the whole loop runs in Python
         x, logp, grad = start_with_gradient(target, x0)
         return GadState(x=x, logp=logp, t=0, grad=grad, chol=(self.init_scale / math.sqrt(d)) * np.eye(d),
                         moment=np.zeros((d, d)), beta=1.0)
@@ -330,20 +331,25 @@ class _GradientAdaptive(GradientSampler):
         z, log_u = predraw(self.rng, n, d)
         L, moment = np.array(state.chol, dtype=float), np.array(state.moment, dtype=float)
         phase = self._phase(state.t, n)
-        n_adapt = n if self._mode != RWM else int(min(n, max(0, self.burn_in - state.t)))
+        burn = int(min(n, max(0, self.burn_in - state.t)))  # burn-in iterations of this block
+        n_adapt = n if self._mode != RWM else burn
         x, logp, g, beta = np.ascontiguousarray(state.x, dtype=float), float(state.logp), state.grad, state.beta
         parts = []
-        if n_adapt > 0:
-            if self._compiled is None:
-                f, h, run = self._density_and_grad(), counted_hessian(self.target), _gad_loop
+        # (first, last) iterations per loop call: the burn-in apart when it needs a Python Hessian
+        split = self._compiled is not None and self._compiled_hessian is None and 0 < burn < n_adapt
+        for lo, hi in ((0, burn), (burn, n_adapt)) if split else ((0, n_adapt),):
+            if hi <= lo:
+                continue
+            if self._compiled is None or (self._compiled_hessian is None and state.t + lo < self.burn_in):
+                compiled, f, h, run = False, counted_density_and_grad(self.target), counted_hessian(self.target), _gad_loop
             else:
-                f, h, run = self._compiled, self._compiled_hessian, _gad_kernel
+                compiled, f, h, run = True, self._compiled, (self._compiled_hessian if self._compiled_hessian is not None else _NO_HESSIAN), _gad_kernel
             (x, logp, g, beta, samples, k, accepted, accept_prob, logps, n_evals, n_hess, n_nonfinite) = run(
                 f, h, self._mode, x, logp, np.ascontiguousarray(g, dtype=float), L, moment, float(beta),
-                int(state.t), self.burn_in, np.ascontiguousarray(z[:n_adapt]), log_u[:n_adapt],
+                int(state.t + lo), self.burn_in, np.ascontiguousarray(z[lo:hi]), log_u[lo:hi],
                 self.learning_rate, self.beta_rate, self.target_accept)
-            self._count(n_evals)
-            if self._compiled is not None:
+            if compiled:  # the Python loop counted through the target's API
+                self._count(n_evals)
                 self.target.n_hessian += int(n_hess)
             parts.append((samples[:k], accepted, accept_prob, logps, n_nonfinite))
         if n_adapt < n:  # gadRWM after burn-in: a random walk with steps Lε, no gradients

@@ -261,3 +261,40 @@ def test_loops_make_the_chain_of_the_reference_algorithm(make, mode, target_kind
     np.testing.assert_allclose(state.chol, L, rtol=1e-12, atol=1e-12 * np.abs(L).max())
     np.testing.assert_allclose(state.x, x, rtol=1e-12, atol=1e-12 * np.abs(x).max())
     assert state.beta == pytest.approx(beta, rel=1e-12)
+
+
+class _NoCompiledHessian(Gaussian):
+    """A Gaussian with a compiled density and gradient but no compiled Hessian (like the
+    logistic regressions): gadMALA exact's burn-in runs in Python, its sampling phase compiled."""
+
+    def jit_hessian_log_density(self):
+        return None
+
+
+def test_exact_without_a_compiled_hessian_samples_compiled(monkeypatch):
+    """The burn-in in Python (the Hessian is numpy's), the fixed-L phase compiled: the same chain
+    as the Python loop throughout, each evaluation counted once, and compiled blocks after
+    burn-in only."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    g = _correlated_gaussian()
+    runs = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv(jit.ENV, switch)
+        target = _NoCompiledHessian(g.mean, g.cov, g.dim)
+        s = GadMALAExact(burn_in=150, learning_rate=2e-3, init_scale=1.5)
+        s.warm_up(target)
+        state = s.init(target, np.linspace(-0.5, 0.5, g.dim), np.random.default_rng(2))
+        compiled, flags = [], []
+        for n in (100, 100, 100):  # burn-in, both, sampling
+            calls = jit.KERNEL_CALLS
+            state, block = s.advance(state, n)
+            compiled.append(jit.KERNEL_CALLS > calls)
+            flags.append(block.accepted)
+        runs[switch] = (np.concatenate(flags), state, (target.n_density, target.n_grad, target.n_hessian), compiled)
+    (acc1, s1, n1, c1), (acc0, s0, n0, c0) = runs["1"], runs["0"]
+    assert c1 == [False, True, True] and c0 == [False, False, False]
+    np.testing.assert_array_equal(acc1, acc0)
+    assert n1 == n0 and n1[0] == 301 and 0 < n1[2] <= 150
+    np.testing.assert_allclose(s1.chol, s0.chol, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s1.x, s0.x, rtol=1e-10, atol=1e-12)
