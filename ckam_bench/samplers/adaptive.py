@@ -200,10 +200,12 @@ def _nonnegative_ridge(ridge) -> float:
     return ridge
 
 
-def adapt_and_propose(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, rao_blackwellised, scale, eps_next):
+def adapt_and_propose(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, rao_blackwellised, scale, eps, i):
     """One iteration's adaptation in place — RBAM's update from θ_t = ``x_before`` and Y = ``y``
     or AM's from θ_{t+1} = ``x_after``, then the factor of Σ + ridge·I into ``chol`` — and the
-    next proposal θ_{t+1} + scale·L ε. Returns (0, or 1 when a jitter was needed; proposal)."""
+    next proposal θ_{t+1} + scale·L ε with ε = ``eps[i]`` (row i of the block's normals; the last
+    row again after the last iteration). Returns (0, or 1 when a jitter was needed; proposal)."""
+    eps_next = eps[min(i, eps.shape[0] - 1)]
     if rao_blackwellised:  # uses θ_t, before the move
         rao_blackwell_update(mean, cov, y, x_before, alpha, eta)
     else:  # uses θ_{t+1}, after the move
@@ -215,11 +217,12 @@ def adapt_and_propose(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, 
 
 @jit.helper
 def _adapt_and_propose_compiled(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, rao_blackwellised, scale,
-                                eps_next):
+                                eps, i):
     """:func:`adapt_and_propose` compiled (the arithmetic of ``_adaptive_kernel``) for the
     Python loop of a target without a compiled density: one call per iteration instead of a
     dozen numpy calls. Status 2: no jitter makes Σ positive definite."""
     d = mean.shape[0]
+    eps_next = eps[min(i, eps.shape[0] - 1)]
     if rao_blackwellised:
         dx, dy = x_before - mean, y - mean
         for j in range(d):
@@ -281,8 +284,7 @@ def _adaptive_loop(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u,
         if adapt_scale:
             log_scale += eta * (alpha - target_accept)
             scale = exp(0.5 * log_scale)
-        jittered, y = step(mean, cov, chol, x_before, y, x, alpha, eta, ridge, rao_blackwellised, scale,
-                           eps[min(i + 1, n - 1)])
+        jittered, y = step(mean, cov, chol, x_before, y, x, alpha, eta, ridge, rao_blackwellised, scale, eps, i + 1)
         if jittered == 2:
             raise _factor_error(cov)
         n_jitter += jittered
@@ -385,7 +387,7 @@ class _AdaptiveCovariance(Sampler):
                              np.zeros(1), np.zeros(1), self.ridge, False, False, 0.0)
         elif jit.AVAILABLE and jit.enabled():  # the Python loop's compiled step (η = 0: no change)
             _adapt_and_propose_compiled(x.copy(), eye.copy(), eye.copy(), x, x, x, 0.0, 0.0, self.ridge,
-                                        self._rao_blackwellised, 1.0, np.zeros(d))
+                                        self._rao_blackwellised, 1.0, np.zeros((2, d + 1))[:, :d], 1)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> AdaptiveState:
         self.target = target
