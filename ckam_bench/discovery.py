@@ -72,16 +72,21 @@ def _first_line(text: str | None) -> str:
     return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
 
 
-def _yaml_comment(group: str, name: str, sources=()) -> str:
-    """The leading comment of a shipped, plugin or search-path YAML (the config's own
-    description); ``sources``: the config repository's sources, in search-path order."""
-    from importlib import resources
-    from pathlib import Path
-
+def _yaml_places(sources=()) -> list[tuple[str, str]]:
+    """Where YAMLs are read from: the shipped and plugin config packages, then the config
+    repository's ``sources`` (file paths), in search-path order."""
     from ckam_bench.plugins import config_modules
 
     places = [("pkg", m) for m in ("ckam_bench.conf", *config_modules())]
-    places += [(s.scheme(), s.path) for s in sources if s.scheme() == "file"]
+    return places + [(s.scheme(), s.path) for s in sources if s.scheme() == "file"]
+
+
+def _yaml_comment(group: str, name: str, places) -> str:
+    """The leading comment of a shipped, plugin or search-path YAML (the config's own
+    description); ``places``: :func:`_yaml_places`."""
+    from importlib import resources
+    from pathlib import Path
+
     text = None
     for scheme, where in places:
         try:
@@ -171,6 +176,67 @@ def _sampler_caps(cfg) -> str:
     return ", ".join(caps)
 
 
+class _NeedsHydra(Exception):
+    """A group config whose defaults list :func:`group_node` does not resolve itself."""
+
+
+def group_node(repo, group: str, name: str, _seen=()):
+    """The config ``group/name`` as Hydra composes it into its group's package, read from the
+    repository without composing the whole primary config (~0.1 s each). Resolves the two
+    forms of defaults list entries the group configs use — another option of the same group
+    (``- pt``: inheritance) and ``- /GROUP@KEY: OPTION`` (a config of another group placed
+    under KEY) — merged in list order with ``_self_``; anything else (a ``@package`` header,
+    ``optional``/``override``, interpolated or missing ``_self_``) raises :class:`_NeedsHydra`,
+    and the caller composes. ``tests/test_discovery.py`` holds every shipped sampler and
+    kernel to Hydra's own composition."""
+    from hydra.core.default_element import ConfigDefault, GroupDefault
+    from omegaconf import OmegaConf
+
+    loaded = repo.load_config(f"{group}/{name}")
+    if loaded is None or loaded.header.get("package") is not None or (group, name) in _seen:
+        raise _NeedsHydra(f"{group}/{name}")
+    node = OmegaConf.create(OmegaConf.to_container(loaded.config, resolve=False))
+    defaults = list(loaded.defaults_list or [])
+    if not defaults:
+        return node
+    seen = (*_seen, (group, name))
+    merged = OmegaConf.create({})
+    for entry in defaults:
+        plain = not entry.optional and not entry.deleted and entry.package is None
+        if type(entry) is ConfigDefault and entry.path == "_self_" and plain:
+            merged.merge_with(node)
+            node = None
+        elif type(entry) is ConfigDefault and re.fullmatch(r"\w+", entry.path) and plain:
+            merged.merge_with(group_node(repo, group, entry.path, seen))
+        elif (type(entry) is GroupDefault and not entry.optional and not entry.deleted and not entry.override
+              and re.fullmatch(r"/\w+", entry.group) and isinstance(entry.value, str)
+              and re.fullmatch(r"\w+", entry.value) and re.fullmatch(r"\w+", entry.package or "")):
+            merged.merge_with({entry.package: group_node(repo, entry.group[1:], entry.value, seen)})
+        else:
+            raise _NeedsHydra(f"{group}/{name}: defaults entry {entry}")
+    if node is not None:  # no _self_ in the list
+        raise _NeedsHydra(f"{group}/{name}: no _self_")
+    return merged
+
+
+def _with_option(base, repo, group: str, name: str, overrides):
+    """The primary config with ``group=name``: ``base`` (composed once) with the option's node
+    put in its place (:func:`group_node`), else composed by Hydra."""
+    from hydra import compose
+    from omegaconf import open_dict
+
+    try:
+        if base is None:
+            raise _NeedsHydra("no base config")
+        node = group_node(repo, group, name)
+    except _NeedsHydra:
+        extra = ["sampler=kam"] if group == "kernel" else []
+        return compose("config", overrides=[*extra, f"{group}={name}", *overrides])
+    with open_dict(base):
+        base[group] = node
+    return base
+
+
 def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
     """(option, description, capabilities) for every option of a config group; ``overrides``
     may carry ``hydra.searchpath=[...]`` (options found there are listed too)."""
@@ -184,8 +250,15 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
     _, repo = loader._parse_overrides_and_create_caching_repo("config", list(overrides))
     # config_name: the primary config's hydra.searchpath (installed plugins) is searched too.
     searchpath = [o for o in overrides if o.startswith("hydra.searchpath=")]
+    base = None
+    if group in ("sampler", "kernel"):
+        try:  # composed once; each option's node is put in its place (_with_option)
+            base = compose("config", overrides=["sampler=kam", *searchpath])
+        except Exception:  # each option is composed by Hydra, and its row shows the error
+            base = None
+    places = _yaml_places(repo.get_sources())
     for name in loader.get_group_options(group, config_name="config", overrides=searchpath):
-        desc, caps = _yaml_comment(group, name, repo.get_sources()), ""
+        desc, caps = _yaml_comment(group, name, places), ""
         try:
             if group == "target":
                 node = repo.load_config(f"target/{name}").config
@@ -193,11 +266,11 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
                 desc = desc or _describe(node)
                 caps = _target_caps(node)
             elif group == "sampler":
-                cfg = compose("config", overrides=[f"{group}={name}", *searchpath])
+                cfg = _with_option(base, repo, group, name, searchpath)
                 desc = desc or _describe(cfg[group])
                 caps = _sampler_caps(cfg)
             elif group == "kernel":
-                cfg = compose("config", overrides=["sampler=kam", f"kernel={name}", *searchpath])
+                cfg = _with_option(base, repo, group, name, searchpath)
                 desc = desc or _describe(cfg.kernel)
         except Exception as exc:  # show the problem in its row, go on with the others
             caps = f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

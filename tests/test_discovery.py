@@ -91,3 +91,41 @@ def test_help_and_version_do_not_import_the_harness(tmp_path):
                               capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert proc.returncode == 0, proc.stderr
+
+
+def test_list_reads_group_configs_as_hydra_composes_them():
+    """``ckam-bench list`` puts each sampler and kernel config into one composed primary config
+    (discovery.group_node) instead of composing ~30 configs: every shipped one, including the
+    inheriting ones (``- pt``, ``- ckam``) and those placing schedules (``/schedule@KEY``),
+    equals Hydra's own composition."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from ckam_bench import discovery
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        _, repo = loader._parse_overrides_and_create_caching_repo("config", [])
+        for group in ("sampler", "kernel"):
+            names = loader.get_group_options(group, config_name="config")
+            assert len(names) >= 3
+            for name in names:
+                extra = ["sampler=kam"] if group == "kernel" else []
+                hydra = compose("config", overrides=[*extra, f"{group}={name}"])[group]
+                ours = discovery.group_node(repo, group, name)
+                assert OmegaConf.to_container(ours) == OmegaConf.to_container(hydra), (group, name)
+    GlobalHydra.instance().clear()
+
+
+def test_list_falls_back_to_hydra_for_other_defaults(tmp_path):
+    """A search-path sampler whose defaults list has a form group_node leaves to Hydra (no
+    ``_self_``) is composed by Hydra and listed like the others."""
+    conf = tmp_path / "conf" / "sampler"
+    conf.mkdir(parents=True)
+    (conf / "my_rw.yaml").write_text("# My random walk.\ndefaults:\n  - rw\nstep_size: 0.5\n")
+    proc = run("list", "sampler", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  my_rw "))
+    assert "My random walk" in line and "[gradient-free, adaptation: none]" in line

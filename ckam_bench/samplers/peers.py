@@ -80,6 +80,16 @@ def require(module: str, library: str):
                          f"'peers': {EXTRA}") from None
 
 
+def check_installed(module: str, library: str) -> None:
+    """Raise :func:`require`'s one-line ValueError when ``module`` is not installed, without
+    importing it (a sampler built for ``ckam-bench list`` or a refused run imports no library;
+    the module is imported where it is used)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        require(module, library)
+
+
 def library_version(distribution: str) -> str:
     return f"{distribution} {metadata.version(distribution)}"
 
@@ -236,8 +246,8 @@ class _JaxNUTS(_JaxPeer):
 
     def __init__(self, step_size: float = 1.0, burn_in: int = 500, target_accept: float = 0.8,
                  max_depth: int = 10):
-        require(*self.library)
-        _jax()
+        check_installed(*self.library)
+        check_installed("jax", "JAX")
         self.step_size = check_positive("step_size", step_size)
         self.burn_in = check_burn_in(burn_in)
         self.target_accept = check_fraction("target_accept", target_accept)
@@ -454,7 +464,7 @@ class Nutpie(Sampler):
 
     def __init__(self, burn_in: int = 500, target_accept: float = 0.8, max_depth: int = 10,
                  max_draws: int = 1_000_000):
-        require("nutpie", "nutpie")
+        check_installed("nutpie", "nutpie")
         self.burn_in = check_burn_in(burn_in)
         if isinstance(max_draws, bool) or int(max_draws) != max_draws or not 1 <= max_draws <= 10**8:
             raise ValueError(f"max_draws must be an integer in [1, 1e8], got {max_draws}")
