@@ -61,6 +61,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 
 import ckam_bench  # noqa: F401  (registers the config resolvers)
+from ckam_bench import provenance
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm32"]
@@ -770,17 +771,6 @@ def jax_gradient_rows(targets=("logistic_german", "logistic_australian", "logist
     return rows
 
 
-def cpu_model() -> str:
-    """The processor's model name (lscpu's "Model name"), or the platform's answer."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def fmt(v, digits=3):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -901,7 +891,7 @@ def run_all(args):
 
     machine = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
                "cpus": os.cpu_count(), "platform": platform.platform(),
-               "processor": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+               "processor": platform.processor() or platform.machine(), "cpu_model": provenance.cpu_model() or platform.machine(),
                "load": " ".join(f"{v:.1f}" for v in os.getloadavg())}
     cols = ["sampler", "target", "it/s", "ratio", "it/s exploration", "it/s burnin",
             "it/s sampling", "sampling/rw", "ckpt %", "peak MiB"]
