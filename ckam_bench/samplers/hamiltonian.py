@@ -47,15 +47,22 @@ Compiled loops: with numba and a target that has ``jit_log_density_and_grad()``
 (:mod:`ckam_bench.jit`), each block runs as a compiled kernel. The kernels' bodies are the
 Python loops (``*_loop``), compiled: with ``CKAM_BENCH_JIT=0`` or a target without a compiled
 gradient the same functions run in Python, calling the counted ``target.log_density_and_grad``,
-on the same pre-drawn random numbers, so a seed gives the same accept decisions on both paths.
+on the same random numbers, so a seed gives the same accept decisions on both paths. Vector
+helpers of the leapfrog and tree steps are numpy expressions in Python and loops without
+temporary arrays in compiled code (``_compiled_as``: the same arithmetic in the same order), as a
+cheap model's gradient costs no more than a few allocations.
 
-Random numbers per iteration are pre-drawn per block in a fixed number per iteration (MALA, HMC:
-:func:`~ckam_bench.samplers.random_walk.predraw`; NUTS: d normals plus 2·max_depth +
-2^max_depth uniforms), so a chain does not depend on how iterations are split into blocks.
+Random numbers come in a fixed number per iteration, so a chain does not depend on how
+iterations are split into blocks: MALA and HMC pre-draw them per block
+(:func:`~ckam_bench.samplers.random_walk.predraw`); NUTS draws d + 2·max_depth + 2^max_depth
+uniforms per iteration from the sampler's generator inside its loop (numba shares the generator's
+state; d normals by Φ⁻¹, then the directions, merge and leaf draws), rather than a block-sized
+array of them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -183,7 +190,37 @@ def _all_finite(v):
     return True
 
 
-@jit.jitable
+def _compiled_as(loop):
+    """Decorator: the decorated numpy function in Python; inside compiled kernels, ``loop``: the
+    same arithmetic element by element in the same order (so the same numbers), without the
+    temporary arrays whose allocation costs as much as a cheap model's gradient."""
+
+    def wrap(fn):
+        if jit.AVAILABLE:
+            from numba.extending import overload
+
+            @functools.wraps(fn)  # numba checks that ``loop`` takes fn's arguments
+            def typer(*args):
+                return loop
+
+            overload(fn)(typer)
+        return fn
+
+    return wrap
+
+
+def _leapfrog_loop(f, x, p, g, eps, minv):
+    half = 0.5 * eps
+    for j in range(x.shape[0]):
+        p[j] += half * g[j]
+        x[j] += eps * (minv[j] * p[j])
+    logp = f(x, g)
+    for j in range(x.shape[0]):
+        p[j] += half * g[j]
+    return logp
+
+
+@_compiled_as(_leapfrog_loop)
 def _leapfrog(f, x, p, g, eps, minv):
     """One leapfrog step in place (p half step, x full step with M⁻¹ = diag(minv), p half step);
     returns log π at the new x (its gradient is left in g)."""
@@ -194,9 +231,28 @@ def _leapfrog(f, x, p, g, eps, minv):
     return logp
 
 
-@jit.jitable
+def _kinetic_loop(p, minv):
+    total = 0.0  # summed in order, as numba's np.sum
+    for j in range(p.shape[0]):
+        total += minv[j] * p[j] * p[j]
+    return 0.5 * total
+
+
+@_compiled_as(_kinetic_loop)
 def _kinetic(p, minv):
     return 0.5 * np.sum(minv * p * p)
+
+
+def _copy_loop(dst, src):
+    for j in range(dst.shape[0]):
+        dst[j] = src[j]
+
+
+@_compiled_as(_copy_loop)
+def _copy(dst, src):
+    """dst[:] = src (compiled: a loop; numba's slice assignment between rows of one array costs
+    ~50 ns)."""
+    dst[:] = src
 
 
 @jit.jitable
@@ -460,10 +516,24 @@ class HMC(GradientSampler, _DualAveraging):
 
 
 # ---------------------------------------------------------------------------- NUTS
-@jit.jitable
-def _uturn(p_minus, p_plus, rho, minv):
-    """The generalised no-U-turn criterion fails (the trajectory turns back)."""
-    return not (np.dot(minv * p_minus, rho) > 0.0 and np.dot(minv * p_plus, rho) > 0.0)
+def _uturn_loop(p_minus, p_plus, rho, rho0, minv, scratch):
+    r, s = scratch[0], scratch[1]
+    for j in range(r.shape[0]):
+        r[j] = rho[j] - rho0[j]
+        s[j] = minv[j] * p_minus[j]
+    if not np.dot(s, r) > 0.0:  # np.dot: the same BLAS call as in Python
+        return True
+    for j in range(r.shape[0]):
+        s[j] = minv[j] * p_plus[j]
+    return not np.dot(s, r) > 0.0
+
+
+@_compiled_as(_uturn_loop)
+def _uturn(p_minus, p_plus, rho, rho0, minv, scratch):
+    """The generalised no-U-turn criterion fails (the trajectory turns back) for the momentum sum
+    ρ = rho − rho0 (``scratch``: two work vectors of compiled code)."""
+    r = rho - rho0
+    return not (np.dot(minv * p_minus, r) > 0.0 and np.dot(minv * p_plus, r) > 0.0)
 
 
 @jit.jitable
@@ -472,8 +542,9 @@ def _logaddexp(a, b):
         return b
     if b == -math.inf:
         return a
-    m = max(a, b)
-    return m + math.log(math.exp(a - m) + math.exp(b - m))
+    if a >= b:  # log(e^a + e^b) with e^(a - a) = 1 exactly: one exp fewer
+        return a + math.log(1.0 + math.exp(b - a))
+    return b + math.log(math.exp(a - b) + 1.0)
 
 
 @jit.jitable
@@ -481,21 +552,22 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
     """One multinomial NUTS transition from (x, logp, g) with momentum p; ``u`` the iteration's
     uniforms (directions, merge draws, leaf draws). Updates x, g in place; returns
     (logp, mean acceptance statistic, leapfrog steps, divergent, depth)."""
-    d = x.shape[0]
-    xl, pl, gl = work[0], work[1], work[2]
-    xr, pr, gr = work[3], work[4], work[5]
-    xe, pe, ge = work[6], work[7], work[8]
-    xs, gs = work[9], work[10]
-    rho, rho_sub = work[11], work[12]
-    ck_p = work[13:13 + max_depth + 1]
-    ck_rho = work[13 + max_depth + 1:13 + 2 * (max_depth + 1)]
-    xl[:] = x
-    pl[:] = p
-    gl[:] = g
-    xr[:] = x
-    pr[:] = p
-    gr[:] = g
-    rho[:] = p
+    xl, pl, gl = work[0], work[1], work[2]  # the trajectory's left end
+    xr, pr, gr = work[3], work[4], work[5]  # its right end
+    xe, pe, ge = work[6], work[7], work[8]  # the end being extended
+    xc, gc = work[9], work[10]  # the new subtree's candidate state
+    rho, rho_sub = work[11], work[12]  # momentum sums of the trajectory and of the new subtree
+    zero, scratch = work[13], work[14:16]
+    ck_p = work[16:16 + max_depth + 1]  # at each open subtree's first leaf: momentum, partial ρ
+    ck_rho = work[16 + max_depth + 1:16 + 2 * (max_depth + 1)]
+    zero[:] = 0.0
+    _copy(xl, x)
+    _copy(pl, p)
+    _copy(gl, g)
+    _copy(xr, x)
+    _copy(pr, p)
+    _copy(gr, g)
+    _copy(rho, p)
     h0 = -logp + _kinetic(p, minv)
     log_w = 0.0
     logp_s = logp
@@ -507,13 +579,13 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
     while depth < max_depth:
         forward = u[depth] < 0.5
         if forward:
-            xe[:] = xr
-            pe[:] = pr
-            ge[:] = gr
+            _copy(xe, xr)
+            _copy(pe, pr)
+            _copy(ge, gr)
         else:
-            xe[:] = xl
-            pe[:] = pl
-            ge[:] = gl
+            _copy(xe, xl)
+            _copy(pe, pl)
+            _copy(ge, gl)
         eps = step if forward else -step
         log_w_sub = -math.inf
         logp_c = -math.inf
@@ -532,8 +604,8 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
             sum_accept += 1.0 if lw >= 0.0 else math.exp(lw)
             for k in range(1, depth + 1):
                 if leaf % (1 << k) == 0:
-                    ck_p[k][:] = pe
-                    ck_rho[k][:] = rho_sub
+                    _copy(ck_p[k], pe)
+                    _copy(ck_rho[k], rho_sub)
             rho_sub += pe
             log_w_sub = _logaddexp(log_w_sub, lw)
             if u[leaf_offset + n_leaves - 1 + leaf] < math.exp(lw - log_w_sub):
@@ -541,12 +613,12 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
             else:
                 xs_candidate = False
             if xs_candidate:
-                work[13 + 2 * (max_depth + 1)][:] = xe
-                work[14 + 2 * (max_depth + 1)][:] = ge
+                _copy(xc, xe)
+                _copy(gc, ge)
                 logp_c = lp
             for k in range(1, depth + 1):
                 if (leaf + 1) % (1 << k) == 0:
-                    if _uturn(ck_p[k], pe, rho_sub - ck_rho[k], minv):
+                    if _uturn(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
                         valid = False
                         break
             if not valid:
@@ -554,23 +626,21 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
         if not valid:
             break
         if forward:
-            xr[:] = xe
-            pr[:] = pe
-            gr[:] = ge
+            _copy(xr, xe)
+            _copy(pr, pe)
+            _copy(gr, ge)
         else:
-            xl[:] = xe
-            pl[:] = pe
-            gl[:] = ge
+            _copy(xl, xe)
+            _copy(pl, pe)
+            _copy(gl, ge)
         if log_w_sub > log_w or u[max_depth + depth] < math.exp(log_w_sub - log_w):
-            xs[:] = work[13 + 2 * (max_depth + 1)]
-            gs[:] = work[14 + 2 * (max_depth + 1)]
+            _copy(x, xc)
+            _copy(g, gc)
             logp_s = logp_c
-            x[:] = xs
-            g[:] = gs
         log_w = _logaddexp(log_w, log_w_sub)
         rho += rho_sub
         depth += 1
-        if _uturn(pl, pr, rho, minv):
+        if _uturn(pl, pr, rho, zero, minv, scratch):
             break
     stat = sum_accept / n_leapfrog if n_leapfrog > 0 else 0.0
     return logp_s, stat, n_leapfrog, divergent, depth
@@ -578,16 +648,32 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
 
 @jit.jitable
 def _nuts_work(max_depth, d):
-    return np.empty((15 + 2 * (max_depth + 1), d))
+    return np.empty((16 + 2 * (max_depth + 1), d))
 
 
-def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, window_start, max_depth, z, u,
-               target_accept, gamma, da_t0, kappa):
+def _normals_loop(u, d, quantile):
+    z = np.empty(d)
+    for j in range(d):
+        z[j] = quantile(max(u[j], 1e-300))
+    return z
+
+
+@_compiled_as(_normals_loop)
+def _normals(u, d, quantile):
+    """Standard normals Φ⁻¹(u) from the first ``d`` uniforms (clipped away from 0)."""
+    return quantile(np.clip(u[:d], 1e-300, None))
+
+
+def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, window_start, max_depth, rng,
+               quantile, n, target_accept, gamma, da_t0, kappa):
     """n NUTS iterations from global iteration ``t0``; warm-up (t < burn_in) adapts ε (dual
     averaging ``da``) and, at the ``window_ends``, the diagonal inverse metric ``minv`` from the
-    Welford state ``wf`` (all updated in place). Returns (x, logp, g, step, samples, n_collected,
+    Welford state ``wf`` (all updated in place). Each iteration draws its d + 2·max_depth +
+    2^max_depth uniforms from the generator ``rng``: the momentum's normals (``quantile`` = Φ⁻¹),
+    then the directions, merge and leaf draws. Returns (x, logp, g, step, samples, n_collected,
     accepted, accept_prob, steps, logps, n_evals, n_divergent, depths)."""
-    n, d = z.shape
+    d = x.shape[0]
+    n_uniforms = d + 2 * max_depth + (1 << max_depth)
     samples = np.empty((n, d))
     accepted = np.zeros(n, dtype=np.bool_)
     accept_prob, steps, logps = np.empty(n), np.empty(n), np.empty(n)
@@ -599,13 +685,15 @@ def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, wind
     last_window = window_ends[window_ends.shape[0] - 1] if window_ends.shape[0] > 0 else -1
     for i in range(n):
         t = t0 + i
-        p = z[i] / np.sqrt(minv)
+        u = rng.random(n_uniforms)
+        z = _normals(u, d, quantile)
+        p = z / np.sqrt(minv)
         if t == 0 and burn_in > 0:
             step, evals = _reasonable_step(f, x, logp, g, p, minv, step, work[0], work[1], work[2])
             n_evals += evals
             dual_averaging.restart(da, step)
-        x_old[:] = x
-        logp, stat, n_lf, divergent, depth = _nuts_transition(f, x, logp, g, p, minv, step, u[i], max_depth,
+        _copy(x_old, x)
+        logp, stat, n_lf, divergent, depth = _nuts_transition(f, x, logp, g, p, minv, step, u[d:], max_depth,
                                                               work)
         n_evals += n_lf
         n_divergent += divergent
@@ -626,7 +714,7 @@ def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, wind
                 if window_ends[e] == t:
                     welford.regularised_variance_into(wf, minv)
                     welford.reset(wf)
-                    p = z[i] / np.sqrt(minv)
+                    p = z / np.sqrt(minv)
                     step, evals = _reasonable_step(f, x, logp, g, p, minv, step, work[0], work[1], work[2])
                     n_evals += evals
                     dual_averaging.restart(da, step)
@@ -640,9 +728,29 @@ def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, wind
             n_divergent, depths)
 
 
-_nuts_kernel = jit.gradient_kernel(jit.A1, jit.F8, jit.A1, jit.F8, jit.A1, jit.A1, jit.A1, _I64, _I64,
-                                   jit.types.int64[::1] if jit.AVAILABLE else None, _I64, _I64, jit.A2, jit.A2,
-                                   jit.F8, jit.F8, jit.F8, jit.F8)(_nuts_loop) if jit.AVAILABLE else None
+if jit.AVAILABLE:
+    from numba.extending import get_cython_function_address, typeof_impl
+
+    _GENERATOR = jit.types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
+    _QUANTILE = jit.types.FunctionType(jit.F8(jit.F8))
+
+    class _NormalQuantile(jit.types.WrapperAddressProtocol):
+        """scipy's Φ⁻¹ (``ndtri``) as a first-class function of compiled kernels, through scipy's
+        Cython C API: the function the Python loop calls, so both draw the same momenta."""
+
+        def __wrapper_address__(self) -> int:
+            return get_cython_function_address("scipy.special.cython_special", "ndtri")
+
+        def signature(self):
+            return _QUANTILE.signature
+
+    typeof_impl.register(_NormalQuantile)(lambda value, context: _QUANTILE)
+    _NDTRI = _NormalQuantile()
+    _nuts_kernel = jit.gradient_kernel(jit.A1, jit.F8, jit.A1, jit.F8, jit.A1, jit.A1, jit.A1, _I64, _I64,
+                                       jit.types.int64[::1], _I64, _I64, _GENERATOR, _QUANTILE, _I64,
+                                       jit.F8, jit.F8, jit.F8, jit.F8)(_nuts_loop)
+else:
+    _NDTRI = _nuts_kernel = None
 
 
 @dataclass(kw_only=True)
@@ -689,19 +797,13 @@ class NUTS(GradientSampler, _DualAveraging):
         self._window_start = welford.slow_window_start(self.burn_in, self.init_buffer, self.term_buffer,
                                                        self.base_window)
 
-    def _draw(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """One (n, d + 2·max_depth + 2^max_depth) uniform array: normals by Φ⁻¹, then uniforms."""
-        u = self.rng.random((n, d + 2 * self.max_depth + (1 << self.max_depth)))
-        z = ndtri(np.clip(u[:, :d], 1e-300, None))
-        return np.ascontiguousarray(z), np.ascontiguousarray(u[:, d:])
-
     def warm_up(self, target: Target) -> None:
         density = jit.compiled_log_density_and_grad(target)
         if density is not None:
             x, d = np.array(target.start, dtype=float), target.dim
             _nuts_kernel(density, x, 0.0, np.zeros(d), 0.1, np.ones(d), dual_averaging.init(0.1),
-                         welford.init(d), 1, 0, np.zeros(0, dtype=np.int64), 0, 1, np.zeros((1, d)),
-                         np.ones((1, 4)), 0.8, 0.05, 10.0, 0.75)
+                         welford.init(d), 1, 0, np.zeros(0, dtype=np.int64), 0, 1, np.random.default_rng(0),
+                         _NDTRI, 1, 0.8, 0.05, 10.0, 0.75)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> NUTSState:
         self._bind(target, rng)
@@ -711,15 +813,14 @@ class NUTS(GradientSampler, _DualAveraging):
                          welford=welford.init(target.dim))
 
     def advance(self, state: NUTSState, n: int):
-        z, u = self._draw(n, self.target.dim)
         da, wf = np.array(state.adapt, dtype=float), np.array(state.welford, dtype=float)
         minv = np.array(state.inv_metric, dtype=float)
-        run = _nuts_loop if self._compiled is None else _nuts_kernel
+        run, quantile = (_nuts_loop, ndtri) if self._compiled is None else (_nuts_kernel, _NDTRI)
         (x, logp, g, step, samples, k, accepted, accept_prob, steps, logps, n_evals, n_div, depths) = run(
             self._density_and_grad(), np.ascontiguousarray(state.x, dtype=float), float(state.logp),
             np.ascontiguousarray(state.grad, dtype=float), float(state.step), minv, da, wf, int(state.t),
-            self.burn_in, self._ends, self._window_start, self.max_depth, z, u, self.target_accept, self.gamma,
-            self.t0, self.kappa)
+            self.burn_in, self._ends, self._window_start, self.max_depth, self.rng, quantile, int(n),
+            self.target_accept, self.gamma, self.t0, self.kappa)
         self._count(n_evals)
         block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0)
         new = NUTSState(x=x, logp=float(logp), t=state.t + n, grad=g, step=float(step), adapt=da,

@@ -180,3 +180,65 @@ def test_nuts_against_exact_moments_and_long_mala_on_gp51():
     v_n, v_m = nuts.var(axis=(0, 1)), mala.var(axis=(0, 1))
     se = np.sqrt(2 * v_n**2 / _ess((nuts - target.mean) ** 2) + 2 * v_m**2 / _ess((mala - target.mean) ** 2))
     assert np.all(np.abs(v_n - v_m) < 4.5 * se)
+
+
+def test_compiled_vector_helpers_do_numbas_array_arithmetic():
+    """The compiled loops of the leapfrog step, the kinetic energy and the U-turn check give
+    bit for bit what numba's array expressions gave (so compiled chains did not change)."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    import numba
+
+    from ckam_bench.samplers import hamiltonian as h
+
+    @numba.njit
+    def with_loops(f, x, p, g, eps, minv, rho, rho0, scratch):
+        lp = h._leapfrog(f, x, p, g, eps, minv)
+        return lp, h._kinetic(p, minv), h._uturn(p, g, rho, rho0, minv, scratch)
+
+    @numba.njit
+    def with_arrays(f, x, p, g, eps, minv, rho, rho0):
+        p += (0.5 * eps) * g
+        x += eps * (minv * p)
+        lp = f(x, g)
+        p += (0.5 * eps) * g
+        r = rho - rho0
+        return lp, 0.5 * np.sum(minv * p * p), not (np.dot(minv * p, r) > 0.0 and np.dot(minv * g, r) > 0.0)
+
+    rng = np.random.default_rng(0)
+    for d in (1, 7, 10, 16, 26, 100):
+        f = jit.compiled_log_density_and_grad(neal100() if d == 100 else _gauss(d))
+        for _ in range(20):
+            x, p, g, rho, rho0 = (rng.standard_normal(d) for _ in range(5))
+            minv, eps = rng.uniform(0.1, 3.0, d), rng.uniform(-0.5, 0.5)
+            a = [v.copy() for v in (x, p, g)]
+            b = [v.copy() for v in (x, p, g)]
+            out_a = with_loops(f, *a, eps, minv, rho, rho0, np.empty((2, d)))
+            out_b = with_arrays(f, *b, eps, minv, rho, rho0)
+            assert out_a == out_b
+            for va, vb in zip(a, b):
+                np.testing.assert_array_equal(va, vb)
+
+
+def _gauss(d):
+    from ckam_bench.targets.gaussians import Gaussian
+
+    return Gaussian(np.zeros(d), np.diag(np.linspace(0.5, 2.0, d) ** 2), d)
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_nuts_draws_a_fixed_number_of_uniforms_per_iteration(switch, monkeypatch):
+    """NUTS draws d + 2·max_depth + 2^max_depth uniforms per iteration from the sampler's own
+    generator (compiled: inside the loop, sharing the generator's state)."""
+    if switch == "1" and not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setenv(jit.ENV, switch)
+    target = gauss2d_corr()
+    s = NUTS(burn_in=20, max_depth=5)
+    rng = np.random.default_rng(3)
+    state = s.init(target, None, rng)
+    state, _ = s.advance(state, 30)
+    state, _ = s.advance(state, 7)
+    reference = np.random.default_rng(3)
+    reference.random(37 * (2 + 2 * 5 + 2**5))
+    assert rng.random() == reference.random()
