@@ -130,6 +130,29 @@ def test_compiled_matches_numpy(targets, dataset):
     assert t.jit_log_density() is f  # compiled once per design
 
 
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
+@pytest.mark.parametrize("dataset", SMALL)
+def test_compiled_hessian(targets, dataset):
+    """The compiled Hessian equals the numpy one (−Xᵀdiag(σ(1−σ))X − I) within 1e-10 and the
+    central differences of the gradient; symmetric; NaN at a non-finite point."""
+    t, h = targets[dataset], 1e-5
+    hess_fn, hess = t.jit_hessian_log_density(), np.empty((t.dim, t.dim))
+    rng = np.random.default_rng(5)
+    for w in _points(t, rng, 2) + [np.zeros(t.dim), np.full(t.dim, 40.0)]:  # + σ(1−σ) ≈ 0
+        assert hess_fn(w, hess) == 0.0
+        want = t._hessian_log_density(w)
+        np.testing.assert_allclose(hess, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+        np.testing.assert_array_equal(hess, hess.T)
+    w = _points(t, rng, 1)[0]
+    hess_fn(w, hess)
+    fd = np.array([(t._grad_log_density(w + h * e) - t._grad_log_density(w - h * e)) / (2 * h)
+                   for e in np.eye(t.dim)])
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-5 * np.abs(hess).max())
+    hess_fn(np.full(t.dim, np.nan), hess)
+    assert np.isnan(hess).all()
+    assert jit.compiled_hessian(t) is not None
+
+
 def test_compact_design_is_exact(targets):
     """MNIST's pixels / 255 are stored as uint8 codes and 1/255 (exactly); standardised
     designs stay float64."""

@@ -48,8 +48,9 @@ points at another file of the same format. A missing or malformed file raises
 :class:`~ckam_bench.data.DataFileError` (a ValueError naming ``data_file`` and the file), which
 the CLI reports as a configuration error (exit 2).
 
-Compiled versions (:mod:`ckam_bench.jit`): ``jit_log_density()`` → ``f(w) -> float`` and
-``jit_log_density_and_grad()`` → ``f(w, grad_out) -> float`` (writes ∇log π into ``grad_out``).
+Compiled versions (:mod:`ckam_bench.jit`): ``jit_log_density()`` → ``f(w) -> float``,
+``jit_log_density_and_grad()`` → ``f(w, grad_out) -> float`` (writes ∇log π into ``grad_out``)
+and ``jit_hessian_log_density()`` → ``h(w, hess_out)`` (writes ∇²log π, for gadMALA exact).
 They read X and Xᵀy through their addresses instead of freezing them into the compiled code as
 constants (numba copies frozen arrays into the machine code, which for MNIST's 71 MB design
 would take minutes); the arrays are kept alive in a module-level table for the process's life.
@@ -294,7 +295,57 @@ if jit.AVAILABLE:
                 grad[j] = c[j] - acc[j] - w[j]
         return logp
 
-_KEEP: dict = {}  # content digest -> (design, c, compiled density, compiled density-and-gradient)
+    @numba.njit(fastmath=_FASTMATH, error_model="numpy")
+    def _logistic_hessian(w, X, scale, hess):
+        """∇²log π(w) = −Σ_i q_i x_i x_iᵀ − I into ``hess`` for the design scale·X, with
+        q_i = σ(s_i)(1 − σ(s_i)) = e_i/(1 + e_i)² (e_i = exp(−|s_i|), s_i = scale·x_iᵀw); NaN
+        everywhere when w is not finite.
+
+        Rows go in blocks of :data:`_BLOCK`, copied transposed (columns x_·j and q·x_·j of the
+        block contiguous), so each lower-triangle entry adds one dot product of block length,
+        which vectorises; the upper triangle is the mirror."""
+        n, d = X.shape
+        norm2 = 0.0
+        for j in range(d):
+            norm2 += w[j] * w[j]
+        if not math.isfinite(norm2):
+            hess[:, :] = math.nan
+            return 0.0
+        hess[:, :] = 0.0
+        cols = np.zeros((d, _BLOCK))
+        weighted = np.zeros((d, _BLOCK))
+        q = np.empty(_BLOCK)
+        for start in range(0, n, _BLOCK):
+            m = min(_BLOCK, n - start)
+            for k in range(m):
+                row = X[start + k]
+                t = 0.0
+                for j in range(d):
+                    t += row[j] * w[j]
+                q[k] = scale * t
+            for k in range(m):
+                e = exp_neg(abs(q[k]))
+                q[k] = scale * scale * (e / ((1.0 + e) * (1.0 + e)))
+            for k in range(m):
+                row = X[start + k]
+                for j in range(d):
+                    cols[j, k] = row[j]
+                    weighted[j, k] = q[k] * row[j]
+            for j in range(d):
+                qj = weighted[j]
+                for i in range(j + 1):
+                    ci = cols[i]
+                    acc = 0.0
+                    for k in range(m):
+                        acc += qj[k] * ci[k]
+                    hess[j, i] -= acc
+        for j in range(d):
+            hess[j, j] -= 1.0
+            for i in range(j):
+                hess[i, j] = hess[j, i]
+        return 0.0
+
+_KEEP: dict = {}  # content digest -> (design, c, density, density-and-gradient, Hessian), compiled
 
 BYTE_SCALE = 1.0 / 255.0
 """A design whose every entry is k/255 for an integer k in 0..255 (8-bit images: MNIST's pixels
@@ -314,7 +365,8 @@ def compact_design(X: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def _compiled(digest: str, X: np.ndarray, c: np.ndarray):
-    """The two compiled functions for a design (built once per process and content)."""
+    """The three compiled functions for a design: density, density-and-gradient, Hessian (built
+    once per process and content)."""
     entry = _KEEP.get(digest)
     if entry is None:
         design, scale = compact_design(X)
@@ -332,8 +384,13 @@ def _compiled(digest: str, X: np.ndarray, c: np.ndarray):
             cv = carray(jit.as_pointer(c_addr), (d,), np.float64)
             return _logistic_density(w, Xv, scale, cv, grad_out, True)
 
-        entry = _KEEP[digest] = (design, c, numba.njit(log_density), numba.njit(log_density_and_grad))
-    return entry[2], entry[3]
+        def hessian(w, hess_out):
+            Xv = carray(jit.as_pointer(x_addr), shape, dtype)
+            return _logistic_hessian(w, Xv, scale, hess_out)
+
+        entry = _KEEP[digest] = (design, c, numba.njit(log_density), numba.njit(log_density_and_grad),
+                                 numba.njit(hessian))
+    return entry[2:]
 
 
 # ---------------------------------------------------------------------------- target
@@ -439,6 +496,12 @@ class LogisticRegression(Target):
         if not jit.AVAILABLE:
             return None
         return _compiled(self._digest, self.X, self._c)[1]
+
+    def jit_hessian_log_density(self):
+        """Compiled ``h(w, hess_out) -> 0.0`` writing ∇²log π(w) into ``hess_out`` (d × d)."""
+        if not jit.AVAILABLE:
+            return None
+        return _compiled(self._digest, self.X, self._c)[2]
 
     def describe(self) -> dict:
         return {**super().describe(), "dataset": self.dataset, "n_obs": self.n_obs,
