@@ -130,16 +130,26 @@ class IndependenceMetropolis(Sampler):
         z = self.rng.standard_normal((n, d + nu + 1))
         log_u = log_ndtr(z[:, -1])
         rec = BlockRecorder(n, d, max_collect=n)
+        t, half = state.t, self.warmup // 2
+        start = min(max(self.warmup - t, 0), n)  # iterations before the sampling phase
+        if start:
+            self._warm_up(state, z[:start], log_u[:start], rec)
+        if start < n:
+            self._sample(state, z[start:], log_u[start:], rec, start)
+        return state, rec.block()
+
+    def _warm_up(self, state: IndependenceState, z, log_u, rec: BlockRecorder) -> None:
+        """Warm-up iterations (t < warmup, not collected): the random walk, then independence
+        proposals; μ and Σ refitted every ``refit_every`` iterations."""
+        d, nu, target = self.target.dim, self.df, self.target
         x, logp, t = state.x, state.logp, state.t
         s, half = 2.38 / math.sqrt(d), self.warmup // 2
-        for i in range(n):
+        for i in range(z.shape[0]):
             if t < half:  # random walk with the covariance fitted so far
                 y = x + s * (state.chol @ z[i, :d])
                 log_q_y = 0.0
             else:  # independence proposal t_ν(μ, c²Σ)
-                w = float(z[i, d:d + nu] @ z[i, d:d + nu])  # χ²_ν (row by row: block-size free)
-                y = state.mean + self.scale * math.sqrt(nu / w) * (state.chol @ z[i, :d])
-                log_q_y = self._log_q(nu * float(z[i, :d] @ z[i, :d]) / w)
+                y, log_q_y = self._propose(state, z[i])
             logp_y = float(target.log_density(y))
             if math.isfinite(logp_y):
                 r = logp_y - logp + (state.log_q - log_q_y if t >= half else 0.0)
@@ -152,20 +162,70 @@ class IndependenceMetropolis(Sampler):
             rec.accept_prob[i] = math.exp(min(r, 0.0)) if r > -math.inf else 0.0
             rec.step_size[i] = s if t < half else self.scale
             t += 1
-            if t <= self.warmup:  # adapting (not collected)
-                rec.phase[i] = 0
-                state.count += 1
-                state.s1 += x
-                state.s2 += np.outer(x, x)
-                if t % self.refit_every == 0 or t in (half, self.warmup):
-                    self._fit(state)
-                    if t == half:  # the independence phase refits on its own states only
-                        state.count, state.s1, state.s2 = 0, np.zeros(d), np.zeros((d, d))
-                    if t >= half:  # log q(x) under the new proposal
-                        state.log_q = self._log_q(self._delta(state, x))
-            else:
-                rec.phase[i] = 1
-                rec.collect(x)
+            rec.phase[i] = 0
+            state.count += 1
+            state.s1 += x
+            state.s2 += np.outer(x, x)
+            if t % self.refit_every == 0 or t in (half, self.warmup):
+                self._fit(state)
+                if t == half:  # the independence phase refits on its own states only
+                    state.count, state.s1, state.s2 = 0, np.zeros(d), np.zeros((d, d))
+                if t >= half:  # log q(x) under the new proposal
+                    state.log_q = self._log_q(self._delta(state, x))
             rec.logp[i] = logp
         state.x, state.logp, state.t = np.asarray(x, float), float(logp), t
-        return state, rec.block()
+
+    def _propose(self, state: IndependenceState, zi: np.ndarray) -> tuple[np.ndarray, float]:
+        """y = μ + c √(ν/w) L z and log q(y), from one row (z, the ν normals of w, ·) of draws."""
+        d, nu = self.target.dim, self.df
+        direction, chi = zi[:d], zi[d:d + nu]
+        w = float(chi @ chi)  # χ²_ν (row by row: block-size free)
+        y = state.chol @ direction
+        y *= self.scale * math.sqrt(nu / w)
+        y += state.mean
+        return y, self._log_q(nu * float(direction @ direction) / w)
+
+    def _sample(self, state: IndependenceState, z, log_u, rec: BlockRecorder, offset: int) -> None:
+        """Sampling iterations (μ and Σ frozen, every state collected) from row ``offset`` of
+        the block's records. The proposals do not depend on the chain, so they are computed for
+        the whole block first, with the same numbers as :meth:`_propose` row by row (numpy's
+        stacked matmul runs the same product per row as ``@`` on one row; scalars as there);
+        the loop only evaluates and accepts (a plain-numpy target runs here)."""
+        d, nu, n = self.target.dim, self.df, z.shape[0]
+        direction, chi = z[:, :d], z[:, d:d + nu]
+        w = np.matmul(chi[:, None, :], chi[:, :, None])[:, 0, 0]
+        proposals = np.matmul(state.chol[None], direction[:, :, None])[:, :, 0]
+        proposals *= (self.scale * np.sqrt(nu / w))[:, None]
+        proposals += state.mean
+        deltas = (nu * np.matmul(direction[:, None, :], direction[:, :, None])[:, 0, 0] / w).tolist()
+        log_q_ys = [self._log_q(delta) for delta in deltas]  # math.log1p, as in _propose
+        log_density, isfinite, exp = self.target.log_density, math.isfinite, math.exp
+        accepted, accept_prob, logps, log_u = rec.accepted, rec.accept_prob, rec.logp, log_u.tolist()
+        x, logp, log_q, current = state.x, state.logp, state.log_q, -1
+        source = np.empty(n, dtype=np.int64)  # proposal row of each collected state (-1: the start)
+        n_nonfinite = 0
+        for i in range(n):
+            y = proposals[i]
+            logp_y = float(log_density(y))
+            if isfinite(logp_y):
+                r = logp_y - logp + (log_q - log_q_ys[i])
+            else:
+                r = -math.inf
+                n_nonfinite += 1
+            j = offset + i
+            if log_u[i] < r:
+                logp, log_q, current = logp_y, log_q_ys[i], i
+                accepted[j] = True
+            accept_prob[j] = exp(min(r, 0.0)) if r > -math.inf else 0.0
+            logps[j] = logp
+            source[i] = current
+        if current >= 0:
+            x = proposals[current].copy()
+        kept = rec.samples[rec.n_collected:rec.n_collected + n]
+        kept[:] = proposals[np.maximum(source, 0)]
+        kept[source < 0] = state.x
+        rec.step_size[offset:] = self.scale
+        rec.phase[offset:] = 1
+        rec.n_collected += n
+        rec.n_nonfinite += n_nonfinite
+        state.x, state.logp, state.log_q, state.t = np.asarray(x, float), float(logp), log_q, state.t + n

@@ -86,3 +86,37 @@ def test_the_shipped_imh_config_is_this_sampler_and_stationary():
     assert instantiate(cfg.sampler).describe()["adaptation"] == "finite"
     assert_stationary(lambda: instantiate(cfg.sampler), gauss2d_corr(), n_chains=60,
                       times=[500, 2000], seed=4)
+
+
+def test_block_proposals_are_the_row_by_row_ones():
+    """The sampling phase computes a block's proposals at once; the chain is bit for bit the
+    one of proposing row by row (``_propose``, the warm-up's arithmetic) and accepting in turn."""
+    from scipy.special import log_ndtr
+
+    from ckam_bench.targets.gaussians import Gaussian
+
+    d = 7
+    cov = 0.5 ** np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
+    t = Gaussian(np.linspace(-1, 1, d), cov, d)
+    s = IndependenceMetropolis(warmup=300, refit_every=50)
+    state = s.init(t, None, np.random.default_rng(5))
+    state, _ = s.advance(state, 300)
+    start, rng = state, s.rng
+    saved = rng.bit_generator.state
+    state, block = s.advance(start, 500)
+    rng.bit_generator.state = saved
+    z = rng.standard_normal((500, d + s.df + 1))
+    x, logp, log_q, samples, accepted = start.x, start.logp, start.log_q, [], []
+    for i in range(500):
+        y, log_q_y = s._propose(start, z[i])
+        logp_y = float(t._log_density(y))
+        accept = log_ndtr(z[i, -1]) < logp_y - logp + (log_q - log_q_y)
+        if accept:
+            x, logp, log_q = y, logp_y, log_q_y
+        samples.append(x)
+        accepted.append(accept)
+    np.testing.assert_array_equal(block.samples, np.array(samples))
+    np.testing.assert_array_equal(block.accepted, accepted)
+    np.testing.assert_array_equal(state.x, x)
+    assert (state.logp, state.log_q, state.t) == (logp, log_q, 800)
+    assert 20 < block.accepted.sum() < 480  # both decisions occur
