@@ -225,16 +225,11 @@ def _all_finite_loop(v):
     return True
 
 
-_ZEROS: dict = {}  # length -> zeros, for _all_finite
-
-
 @_compiled_as(_all_finite_loop)
 def _all_finite(v):
-    """Every entry of v is finite: v·0 is 0 then, NaN otherwise (0·±∞ = NaN), in one BLAS call."""
-    zeros = _ZEROS.get(v.shape[0])
-    if zeros is None:
-        zeros = _ZEROS[v.shape[0]] = np.zeros(v.shape[0])
-    return math.isfinite(v.dot(zeros))
+    """Every entry of v is finite. Python: v·v (one BLAS call) is finite exactly when v is,
+    unless v·v overflows; only then are the entries checked one by one."""
+    return math.isfinite(v.dot(v)) or _all_finite_loop(v)
 
 
 def _leapfrog_loop(f, x, p, g, eps, minv):
@@ -318,6 +313,41 @@ def _reasonable_step(f, x, logp, g, p, minv, step, xw, pw, gw):
 
 
 # ---------------------------------------------------------------------------- MALA
+def _mala_proposal_arrays(x, g, eps, sigma):
+    return x + (0.5 * sigma * sigma) * g + sigma * eps
+
+
+@_compiled_as(_mala_proposal_arrays)
+def _mala_proposal(x, g, eps, sigma):
+    """y = x + ½σ²g + σε (Python: the same operations through two arrays instead of four)."""
+    y = g * (0.5 * sigma * sigma)
+    y += x
+    step = eps * sigma
+    y += step
+    return y
+
+
+def _mala_log_ratio_arrays(logp_y, logp, eps, g, gy, sigma):
+    if math.isfinite(logp_y) and _all_finite(gy):
+        w = eps + (0.5 * sigma) * (g + gy)
+        return logp_y - logp - 0.5 * np.dot(w, w) + 0.5 * np.dot(eps, eps)
+    return -math.inf
+
+
+@_compiled_as(_mala_log_ratio_arrays)
+def _mala_log_ratio(logp_y, logp, eps, g, gy, sigma):
+    """log r of the module docstring; −∞ when log π(y) or ∇log π(y) is not finite. (Python: a
+    non-finite ∇log π(y) makes w, hence r, −∞ or NaN, mapped to −∞, so it needs no check of
+    its own; w through one array.)"""
+    if not math.isfinite(logp_y):
+        return -math.inf
+    w = g + gy
+    w *= 0.5 * sigma
+    w += eps
+    r = logp_y - logp - 0.5 * np.dot(w, w) + 0.5 * np.dot(eps, eps)
+    return r if r == r else -math.inf
+
+
 def _mala_loop(f, x, logp, g, log_step, t0, burn_in, z, log_u, target_accept, rm_scale, rm_kappa):
     """n MALA iterations from global iteration ``t0``; σ adapted while t < burn_in. Returns
     (x, logp, g, log_step, samples, n_collected, accepted, accept_prob, steps, logps, n_evals,
@@ -333,14 +363,10 @@ def _mala_loop(f, x, logp, g, log_step, t0, burn_in, z, log_u, target_accept, rm
         t = t0 + i
         sigma = math.exp(log_step)
         eps = z[i]
-        y = x + (0.5 * sigma * sigma) * g + sigma * eps
+        y = _mala_proposal(x, g, eps, sigma)
         logp_y = f(y, gy)
         n_evals += 1
-        if math.isfinite(logp_y) and _all_finite(gy):
-            w = eps + (0.5 * sigma) * (g + gy)
-            r = logp_y - logp - 0.5 * np.dot(w, w) + 0.5 * np.dot(eps, eps)
-        else:
-            r = -math.inf
+        r = _mala_log_ratio(logp_y, logp, eps, g, gy, sigma)
         if r == r and r > -math.inf:
             alpha = 1.0 if r >= 0.0 else math.exp(r)
         else:
