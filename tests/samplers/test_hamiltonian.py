@@ -278,3 +278,59 @@ def test_python_vector_helpers_give_the_array_expressions_bit_for_bit():
             b[1] += (0.5 * step) * b[2]
             for va, vb in zip(a, b):
                 np.testing.assert_array_equal(va, vb)
+
+
+@pytest.mark.parametrize("make", [lambda: MALA(burn_in=150), lambda: HMC(n_leapfrog=5, burn_in=150),
+                                  lambda: NUTS(burn_in=150, max_depth=6)], ids=["mala", "hmc", "nuts"])
+def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, monkeypatch):
+    """On a target with no compiled density (the Python loops), the chain with the Python
+    helpers is bit for bit the chain with the plain array expressions and the counted API."""
+    from ckam_bench.samplers import hamiltonian as h
+    from ckam_bench.targets.base import Target
+
+    class PlainGaussian(Target):
+        name = "plain"
+
+        def __init__(self):
+            super().__init__(6)
+            self.precision = np.linalg.inv(0.5 ** np.abs(np.subtract.outer(np.arange(6), np.arange(6))))
+
+        def _log_density(self, x):
+            return float(-0.5 * x @ (self.precision @ x))
+
+        def _grad_log_density(self, x):
+            return -(self.precision @ x)
+
+    def leapfrog_arrays(f, x, p, g, eps, minv):
+        p += (0.5 * eps) * g
+        x += eps * (minv * p)
+        logp = f(x, g)
+        p += (0.5 * eps) * g
+        return logp
+
+    def counted_api(target):
+        def density_and_grad(x, grad_out):
+            logp, grad = target.log_density_and_grad(x)
+            grad_out[:] = grad
+            return logp
+        return density_and_grad
+
+    chains = []
+    for arrays in (False, True):
+        if arrays:
+            monkeypatch.setattr(h, "_mala_proposal", h._mala_proposal_arrays)
+            monkeypatch.setattr(h, "_mala_log_ratio", h._mala_log_ratio_arrays)
+            monkeypatch.setattr(h, "_all_finite", h._all_finite_loop)
+            monkeypatch.setattr(h, "_leapfrog", leapfrog_arrays)
+            monkeypatch.setattr(h, "counted_density_and_grad", counted_api)
+        target, s = PlainGaussian(), make()
+        state = s.init(target, None, np.random.default_rng(2))
+        assert s._compiled is None
+        blocks = []
+        for n in (120, 90, 140):
+            state, b = s.advance(state, n)
+            blocks.append(b)
+        chains.append((np.concatenate([b.samples for b in blocks]), np.concatenate([b.logp for b in blocks]),
+                       np.concatenate([b.accept_prob for b in blocks]), target.n_density, target.n_grad))
+    for a, b in zip(*chains):
+        np.testing.assert_array_equal(a, b)
