@@ -52,12 +52,12 @@ helpers of the leapfrog and tree steps are numpy expressions in Python and loops
 temporary arrays in compiled code (``_compiled_as``: the same arithmetic in the same order), as a
 cheap model's gradient costs no more than a few allocations.
 
-Random numbers come in a fixed number per iteration, so a chain does not depend on how
-iterations are split into blocks: MALA and HMC pre-draw them per block
-(:func:`~ckam_bench.samplers.random_walk.predraw`); NUTS draws d + 2·max_depth + 2^max_depth
-uniforms per iteration from the sampler's generator inside its loop (numba shares the generator's
-state; d normals by Φ⁻¹, then the directions, merge and leaf draws), rather than a block-sized
-array of them.
+A chain does not depend on how iterations are split into blocks: MALA and HMC pre-draw a fixed
+number of random numbers per iteration, per block
+(:func:`~ckam_bench.samplers.random_walk.predraw`); NUTS draws from the sampler's generator
+inside its loop (numba shares the generator's state) only the uniforms it uses, in their order of
+use: d normals by Φ⁻¹, then each doubling's direction, its leaves' draws and its merge draw (none
+where the probability is 1), so the generator's state carries the chain across blocks.
 """
 
 from __future__ import annotations
@@ -606,10 +606,18 @@ def _logaddexp(a, b):
 
 
 @jit.jitable
-def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
-    """One multinomial NUTS transition from (x, logp, g) with momentum p; ``u`` the iteration's
-    uniforms (directions, merge draws, leaf draws). Updates x, g in place; returns
-    (logp, mean acceptance statistic, leapfrog steps, divergent, depth)."""
+def _coin(rng, log_p):
+    """A Bernoulli(min(1, e^log_p)) draw; a uniform is drawn from ``rng`` only when the
+    probability is below 1."""
+    return log_p >= 0.0 or rng.random() < math.exp(log_p)
+
+
+@jit.jitable
+def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
+    """One multinomial NUTS transition from (x, logp, g) with momentum p, drawing from ``rng``
+    the uniforms it uses when it uses them: each doubling's direction, then its leaves' draws,
+    then the merge draw (:func:`_coin`: none for a certain event). Updates x, g in place;
+    returns (logp, mean acceptance statistic, leapfrog steps, divergent, depth)."""
     xl, pl, gl = work[0], work[1], work[2]  # the trajectory's left end
     xr, pr, gr = work[3], work[4], work[5]  # its right end
     xe, pe, ge = work[6], work[7], work[8]  # the end being extended
@@ -633,9 +641,8 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
     n_leapfrog = 0
     divergent = False
     depth = 0
-    leaf_offset = 2 * max_depth
     while depth < max_depth:
-        forward = u[depth] < 0.5
+        forward = rng.random() < 0.5
         if forward:
             _copy(xe, xr)
             _copy(pe, pr)
@@ -666,11 +673,7 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
                     _copy(ck_rho[k], rho_sub)
             rho_sub += pe
             log_w_sub = _logaddexp(log_w_sub, lw)
-            if u[leaf_offset + n_leaves - 1 + leaf] < math.exp(lw - log_w_sub):
-                xs_candidate = True
-            else:
-                xs_candidate = False
-            if xs_candidate:
+            if _coin(rng, lw - log_w_sub):
                 _copy(xc, xe)
                 _copy(gc, ge)
                 logp_c = lp
@@ -691,7 +694,7 @@ def _nuts_transition(f, x, logp, g, p, minv, step, u, max_depth, work):
             _copy(xl, xe)
             _copy(pl, pe)
             _copy(gl, ge)
-        if log_w_sub > log_w or u[max_depth + depth] < math.exp(log_w_sub - log_w):
+        if _coin(rng, log_w_sub - log_w):
             _copy(x, xc)
             _copy(g, gc)
             logp_s = logp_c
@@ -709,29 +712,28 @@ def _nuts_work(max_depth, d):
     return np.empty((16 + 2 * (max_depth + 1), d))
 
 
-def _normals_loop(u, d, quantile):
-    z = np.empty(d)
-    for j in range(d):
+def _normals_loop(u, quantile):
+    z = np.empty(u.shape[0])
+    for j in range(u.shape[0]):
         z[j] = quantile(max(u[j], 1e-300))
     return z
 
 
 @_compiled_as(_normals_loop)
-def _normals(u, d, quantile):
-    """Standard normals Φ⁻¹(u) from the first ``d`` uniforms (clipped away from 0)."""
-    return quantile(np.clip(u[:d], 1e-300, None))
+def _normals(u, quantile):
+    """Standard normals Φ⁻¹(u) from uniforms (clipped away from 0)."""
+    return quantile(np.clip(u, 1e-300, None))
 
 
 def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, window_start, max_depth, rng,
                quantile, n, target_accept, gamma, da_t0, kappa):
     """n NUTS iterations from global iteration ``t0``; warm-up (t < burn_in) adapts ε (dual
     averaging ``da``) and, at the ``window_ends``, the diagonal inverse metric ``minv`` from the
-    Welford state ``wf`` (all updated in place). Each iteration draws its d + 2·max_depth +
-    2^max_depth uniforms from the generator ``rng``: the momentum's normals (``quantile`` = Φ⁻¹),
-    then the directions, merge and leaf draws. Returns (x, logp, g, step, samples, n_collected,
+    Welford state ``wf`` (all updated in place). Each iteration draws from the generator ``rng``
+    d uniforms for the momentum's normals (``quantile`` = Φ⁻¹), then the tree's draws as it uses
+    them (:func:`_nuts_transition`). Returns (x, logp, g, step, samples, n_collected,
     accepted, accept_prob, steps, logps, n_evals, n_divergent, depths)."""
     d = x.shape[0]
-    n_uniforms = d + 2 * max_depth + (1 << max_depth)
     samples = np.empty((n, d))
     accepted = np.zeros(n, dtype=np.bool_)
     accept_prob, steps, logps = np.empty(n), np.empty(n), np.empty(n)
@@ -743,15 +745,14 @@ def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, wind
     last_window = window_ends[window_ends.shape[0] - 1] if window_ends.shape[0] > 0 else -1
     for i in range(n):
         t = t0 + i
-        u = rng.random(n_uniforms)
-        z = _normals(u, d, quantile)
+        z = _normals(rng.random(d), quantile)
         p = z / np.sqrt(minv)
         if t == 0 and burn_in > 0:
             step, evals = _reasonable_step(f, x, logp, g, p, minv, step, work[0], work[1], work[2])
             n_evals += evals
             dual_averaging.restart(da, step)
         _copy(x_old, x)
-        logp, stat, n_lf, divergent, depth = _nuts_transition(f, x, logp, g, p, minv, step, u[d:], max_depth,
+        logp, stat, n_lf, divergent, depth = _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth,
                                                               work)
         n_evals += n_lf
         n_divergent += divergent
@@ -843,8 +844,8 @@ class NUTS(GradientSampler, _DualAveraging):
         self.step_size = positive_step_size(step_size)
         self.burn_in = check_burn_in(burn_in)
         if isinstance(max_depth, bool) or int(max_depth) != max_depth or not 1 <= max_depth <= MAX_TREE_DEPTH:
-            raise ValueError(f"max_depth must be an integer in [1, {MAX_TREE_DEPTH}] (memory and random numbers "
-                             f"grow as 2^max_depth per iteration), got {max_depth}")
+            raise ValueError(f"max_depth must be an integer in [1, {MAX_TREE_DEPTH}] (up to 2^max_depth − 1 "
+                             f"leapfrog steps per iteration), got {max_depth}")
         self.max_depth = int(max_depth)
         self._dual_averaging(target_accept, gamma, t0, kappa)
         for key, value in (("init_buffer", init_buffer), ("term_buffer", term_buffer), ("base_window", base_window)):

@@ -44,7 +44,7 @@ SAMPLERS = {
     "hmc": lambda: HMC(n_leapfrog=10, burn_in=500),
     "nuts": lambda: NUTS(burn_in=300),
 }
-ITERATIONS = {"mala": 15000, "hmc": 2000, "nuts": 1300}
+ITERATIONS = {"mala": 15000, "hmc": 2000, "nuts": 2500}
 
 
 FAST = [("mala", "gauss2d_corr"), ("hmc", "gauss2d_corr"), ("nuts", "gauss2d_corr"), ("nuts", "gp51")]
@@ -226,22 +226,60 @@ def _gauss(d):
     return Gaussian(np.zeros(d), np.diag(np.linspace(0.5, 2.0, d) ** 2), d)
 
 
-@pytest.mark.parametrize("switch", ["1", "0"])
-def test_nuts_draws_a_fixed_number_of_uniforms_per_iteration(switch, monkeypatch):
-    """NUTS draws d + 2·max_depth + 2^max_depth uniforms per iteration from the sampler's own
-    generator (compiled: inside the loop, sharing the generator's state)."""
-    if switch == "1" and not jit.AVAILABLE:
-        pytest.skip("numba is not installed")
+class _CountingGenerator:
+    """A Generator's ``random`` that counts the uniforms drawn (the Python loop's only use)."""
+
+    def __init__(self, seed):
+        self.generator, self.sizes = np.random.default_rng(seed), []
+
+    def random(self, size=None):
+        self.sizes.append(1 if size is None else size)
+        return self.generator.random(size)
+
+
+def _nuts_draws(switch, monkeypatch, max_depth, seed=3):
+    """Run NUTS on gauss2d_corr in two blocks; (uniforms drawn, blocks, state, the sizes of the
+    Python loop's draws). The compiled loop's count: the position of its generator's state
+    within the stream of the same seed, equal to the Python loop's counted one."""
     monkeypatch.setenv(jit.ENV, switch)
     target = gauss2d_corr()
-    s = NUTS(burn_in=20, max_depth=5)
-    rng = np.random.default_rng(3)
+    s = NUTS(step_size=0.3, burn_in=0, max_depth=max_depth)
+    rng = _CountingGenerator(seed) if switch == "0" else np.random.default_rng(seed)
     state = s.init(target, None, rng)
-    state, _ = s.advance(state, 30)
-    state, _ = s.advance(state, 7)
-    reference = np.random.default_rng(3)
-    reference.random(37 * (2 + 2 * 5 + 2**5))
-    assert rng.random() == reference.random()
+    state, b1 = s.advance(state, 30)
+    state, b2 = s.advance(state, 7)
+    if switch == "0":
+        return sum(rng.sizes), (b1, b2), state, rng.sizes
+    reference = np.random.default_rng(seed)
+    n = 0
+    while reference.bit_generator.state != rng.bit_generator.state:
+        reference.random()
+        n += 1
+        assert n < 37 * (2 + 2 * max_depth + 2**max_depth)
+    return n, (b1, b2), state, None
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_nuts_draws_only_the_uniforms_its_trees_use(switch, monkeypatch):
+    """NUTS draws from the sampler's own generator (compiled: inside the loop, sharing its
+    state) d uniforms for the momentum, then per doubling its direction, a draw per leaf and one
+    for the merge, none where the probability is 1. At max_depth = 1 the single leaf is the
+    proposal and it is kept with probability min(1, e^(H₀ − H)) = the acceptance statistic, so
+    an iteration draws d + 1 uniforms, + 1 when that statistic is below 1."""
+    if switch == "1" and not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    n, blocks, state, _ = _nuts_draws(switch, monkeypatch, max_depth=1)
+    accept_prob = np.concatenate([b.accept_prob for b in blocks])
+    assert state.n_divergent == 0
+    assert 0 < np.sum(accept_prob < 1.0) < 37
+    assert n == 37 * (2 + 1) + np.sum(accept_prob < 1.0)
+    # deeper trees: the Python loop's counted draws (d normals first in every iteration), which
+    # the compiled loop matches draw for draw; fewer than the 2^max_depth leaves a tree may reach
+    python, _, _, sizes = _nuts_draws("0", monkeypatch, max_depth=5)
+    assert [k for k in sizes if k != 1] == [2] * 37
+    assert 37 * 3 < python < 37 * (2 + 2 * 5 + 2**5) // 2
+    if switch == "1":
+        assert _nuts_draws("1", monkeypatch, max_depth=5)[0] == python
 
 
 def test_python_vector_helpers_give_the_array_expressions_bit_for_bit():
