@@ -247,3 +247,24 @@ def test_shipped_horseshoe_reference_is_certified_and_exact_gibbs():
     assert np.all(np.abs(ref.mean[:5] - beta_ls[:5]) < 3 * sd[:5])
     resid_sd = np.std(data["y"] - data["X"] @ beta_ls)
     assert abs(ref.mean[41] - np.log(resid_sd)) < 3 * sd[41]
+
+
+def test_shipped_gp_glass_reference_is_certified_and_pseudo_marginal_imh():
+    """gp_glass's reference (KAMH paper, θ_d = log ℓ_d²): certified, built by the independence
+    sampler with its proposal frozen after a finite warm-up (a fixed, pseudo-marginal MH
+    kernel), and what the data say: every posterior sd below the prior's √5 (the likelihood
+    informs every θ_d) and the means inside the prior's bulk (|mean| < 2 prior sd)."""
+    from ckam_bench.targets.gp_classification import gp_glass
+
+    target = gp_glass()
+    ref = load_reference(target)
+    assert ref is not None, f"no shipped reference for {target.reference_id()}"
+    assert ref.path.parent == reference.SHIPPED
+    c, d = ref.certificate, ref.certificate["diagnostics"]
+    assert c["certified"] and c["chains"] >= 4 and c["reference_id"] == target.reference_id()
+    assert c["settings"]["sampler"]["_target_"].endswith("IndependenceMetropolis")
+    assert d["rhat_max"] < 1.01 and d["ess_bulk_min"] >= 10_000 and d["ess_tail_min"] >= 10_000
+    assert ref.samples.shape[1] == target.dim == 9 and ref.path.stat().st_size < 2_000_000
+    sd_prior = np.sqrt(target.prior_variance)
+    assert np.all(np.sqrt(ref.variance) < sd_prior)
+    assert np.all(np.abs(ref.mean) < 2 * sd_prior)
