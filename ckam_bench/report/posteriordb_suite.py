@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.ranking import cost_to_accuracy
+from ckam_bench.report.ranking import MARK, NON_DIMINISHING_NOTE, cost_to_accuracy
 from ckam_bench.report.tables import Table
 
 MEAN_TOL, SD_TOL = 0.1, 0.1
@@ -87,9 +87,15 @@ def _text(value: float) -> str:
     return "∞" if math.isinf(value) else ("n/a" if math.isnan(value) else f"{value:.3g}")
 
 
+def marked_note(marked: bool) -> list[str]:
+    """The note for configurations marked non-diminishing (none when there are none)."""
+    return [NON_DIMINISHING_NOTE] if marked else []
+
+
 def tables(results: Results) -> list[Table]:
     """One ranking table per suite posterior and one over the suite (none without suite runs)."""
     per_posterior: dict[str, list[tuple]] = {}
+    marked = False
     for group in results.groups():
         names = {_posterior(r) for r in group.runs}
         if len(names) != 1 or None in names:
@@ -100,11 +106,16 @@ def tables(results: Results) -> list[Table]:
         reasons = sorted({why for _, why in evaluations if why})
         passes = [run_passes(r, name) for r in group.runs]
         median = float(np.median(values)) if values else math.nan
-        per_posterior.setdefault(name, []).append(
-            (group.label or group.sampler, median, reasons, passes))
+        label = group.label or group.sampler
+        if group.non_diminishing:
+            label, marked = f"{label} {MARK}", True
+        per_posterior.setdefault(name, []).append((label, median, reasons, passes))
     out, ranks, passed = [], {}, {}
     for name in sorted(per_posterior):
-        rows = sorted(per_posterior[name], key=lambda r: (math.isnan(r[1]), r[1]))
+        # a configuration that fails against the reference ranks below every one that passes,
+        # however early its b² dipped below 0.01
+        rows = sorted(per_posterior[name],
+                      key=lambda r: (not all(p is True for p in r[3]), math.isnan(r[1]), r[1]))
         body, keys = [], []
         for rank, (label, median, reasons, passes) in enumerate(rows, start=1):
             verdict = ("n/a" if any(p is None for p in passes)
@@ -120,12 +131,14 @@ def tables(results: Results) -> list[Table]:
             latex_header=["rank", "sampler", "evaluations", "vs reference"], rows=body, sort_keys=keys,
             notes=["evaluations are gradient evaluations for samplers that use gradients, density "
                    "evaluations otherwise; pass: every seed's means within 0.1 reference sd and sds "
-                   "within 10 % of posteriordb's reference on every unconstrained coordinate"]))
+                   "within 10 % of posteriordb's reference on every unconstrained coordinate; "
+                   "ranked passing first, then by evaluations"] + marked_note(marked)))
     if ranks:
         order = sorted(ranks, key=lambda s: (-passed[s], float(np.mean(ranks[s]))))
         out.append(Table(
             title="posteriordb suite: samplers over all posteriors",
             stem="posteriordb_suite", header=["sampler", "posteriors passed", "mean rank", "posteriors run"],
             latex_header=["sampler", "passed", "mean rank", "run"],
-            rows=[[s, str(passed[s]), f"{np.mean(ranks[s]):.2f}", str(len(ranks[s]))] for s in order]))
+            rows=[[s, str(passed[s]), f"{np.mean(ranks[s]):.2f}", str(len(ranks[s]))] for s in order],
+            notes=marked_note(marked)))
     return out

@@ -51,6 +51,8 @@ from ckam_bench.report.tables import NA, Table, statistic, table_notes
 THRESHOLD = 0.01
 COSTS = ("sampler_seconds", "n_density", "n_grad")
 MARK = "†"
+NON_DIMINISHING_NOTE = (f"{MARK} non-diminishing adaptation (a paper preset): the chain is "
+                        "not guaranteed to target π")
 
 # (key, header, lower is better)
 COLUMNS = (
@@ -224,8 +226,7 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
             skipped = next(h for k, h, _ in COLUMNS if k == key)
             notes.insert(1, f"not ranked on {skipped}: every configuration is ∞ or N/A there")
     if any(g.non_diminishing for g in groups):
-        notes.append(f"{MARK} non-diminishing adaptation (a paper preset): the chain is not "
-                     "guaranteed to target π")
+        notes.append(NON_DIMINISHING_NOTE)
     discarded = discard_note(groups)
     if discarded and any(c[0] in ("mean_error", "second_moment_error", "bias2") for c in present):
         notes.append(discarded)
