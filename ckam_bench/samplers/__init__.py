@@ -9,7 +9,8 @@
   cyclical KAM (cKAM).
 * :mod:`~ckam_bench.samplers.gradient_adaptive` — gradient-based adaptive MCMC (Titsias &
   Dellaportas 2019): gadRWM, gadMALA fast, gadMALA exact.
-* :mod:`~ckam_bench.samplers.hamiltonian` — the gradient baselines MALA, HMC-k and NUTS.
+* :mod:`~ckam_bench.samplers.hamiltonian` — the gradient baselines MALA and HMC-k;
+  :mod:`~ckam_bench.samplers.nuts` — NUTS.
 * :mod:`~ckam_bench.samplers.divergence` — the divergence-minimisation (DM) sampler, its
   finite-adaptation variant and Scout MCMC (Dharamshi, Ngo & Rosenthal).
 * :mod:`~ckam_bench.samplers.tempering` — parallel tempering.

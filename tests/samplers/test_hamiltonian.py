@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from ckam_bench import jit
-from ckam_bench.samplers.hamiltonian import HMC, MALA, NUTS
+from ckam_bench.samplers.hamiltonian import HMC, MALA
+from ckam_bench.samplers.nuts import NUTS
 from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
 from tests.samplers.invariance import check_moments, run_chains
 
@@ -190,11 +191,12 @@ def test_compiled_vector_helpers_do_numbas_array_arithmetic():
     import numba
 
     from ckam_bench.samplers import hamiltonian as h
+    from ckam_bench.samplers import nuts as n
 
     @numba.njit
     def with_loops(f, x, p, g, eps, minv, rho, rho0, scratch):
         lp = h._leapfrog(f, x, p, g, eps, minv)
-        return lp, h._kinetic(p, minv), h._uturn(p, g, rho, rho0, minv, scratch)
+        return lp, h._kinetic(p, minv), n._uturn(p, g, rho, rho0, minv, scratch)
 
     @numba.njit
     def with_arrays(f, x, p, g, eps, minv, rho, rho0):
@@ -324,6 +326,7 @@ def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, monkeypat
     """On a target with no compiled density (the Python loops), the chain with the Python
     helpers is bit for bit the chain with the plain array expressions and the counted API."""
     from ckam_bench.samplers import hamiltonian as h
+    from ckam_bench.samplers import nuts as nuts_module
     from ckam_bench.targets.base import Target
 
     class PlainGaussian(Target):
@@ -361,6 +364,8 @@ def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, monkeypat
             monkeypatch.setattr(h, "_all_finite", h._all_finite_loop)
             monkeypatch.setattr(h, "_leapfrog", leapfrog_arrays)
             monkeypatch.setattr(h, "counted_density_and_grad", counted_api)
+            monkeypatch.setattr(nuts_module, "_all_finite", h._all_finite_loop)
+            monkeypatch.setattr(nuts_module, "_leapfrog", leapfrog_arrays)
         target, s = PlainGaussian(), make()
         state = s.init(target, None, np.random.default_rng(2))
         assert s._compiled is None

@@ -11,7 +11,8 @@ import pytest
 
 from ckam_bench.samplers.divergence import DivergenceMinimisation, Scout
 from ckam_bench.samplers.gradient_adaptive import GadMALAExact, GadMALAFast, GadRWM
-from ckam_bench.samplers.hamiltonian import HMC, MALA, NUTS
+from ckam_bench.samplers.hamiltonian import HMC, MALA
+from ckam_bench.samplers.nuts import NUTS
 from ckam_bench.targets.base import Target
 
 

@@ -1,0 +1,368 @@
+r"""The no-U-turn sampler (Hoffman & Gelman 2014), one of the gradient baselines of Titsias &
+Dellaportas (2019) beside MALA and HMC-k (:mod:`ckam_bench.samplers.hamiltonian`, whose counted
+density, step-size heuristic, dual averaging and vector helpers it shares).
+
+**NUTS** — the no-U-turn sampler (Hoffman & Gelman 2014) in its multinomial form
+(Betancourt 2017, as in Stan): the trajectory doubles in a random direction until the
+generalised U-turn criterion p♯₋·ρ ≤ 0 or p♯₊·ρ ≤ 0 (ρ the sum of momenta, p♯ = M⁻¹p at the two
+ends) holds for the whole trajectory or for any of its binary subtrees, a divergence
+(H − H₀ > 1000) occurs or the depth reaches ``max_depth``. The next state is drawn from the
+trajectory with weights ∝ exp(−H): uniformly-progressive within a new subtree, biased-progressive
+(prefer the new subtree) when it is merged, as in Stan. A diagonal metric M⁻¹ = diag(v) and ε
+are adapted in Stan's warm-up: dual averaging toward ``target_accept`` = 0.8 throughout, and the
+variance of the states in the slow windows (75 / 25, 50, 100, … / 50 iterations; Welford,
+regularised as in Stan, :mod:`ckam_bench.adaptation.welford`) becomes v at each window's end,
+followed by the ε heuristic and a dual-averaging restart. Subtrees are built leaf by leaf: a
+binary counter stores the momentum and the partial ρ at the first leaf of each open subtree, so
+the U-turn checks of every subtree ending at a leaf cost O(depth · d) and no recursion is
+needed. (Stan ≥ 2.26 adds two extra checks across each merge; they are not included.)
+Own implementation, compiled with numba: the libraries that offer NUTS either bring a heavy
+runtime (JAX/BlackJAX, PyMC/PyTensor, Stan) or cannot take a numba density-and-gradient inside
+the block loop, the sampler clock and the gradient count.
+
+Draws: from the sampler's generator inside its loop (numba shares the generator's state), only
+the uniforms it uses, in their order of use: d normals by Φ⁻¹, then each doubling's direction,
+its leaves' draws and its merge draw (none where the probability is 1), so the generator's
+state carries the chain across blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from ckam_bench import jit
+from ckam_bench.adaptation import dual_averaging, welford
+from ckam_bench.samplers.hamiltonian import (
+    _I64, GradientSampler, GradientState, _all_finite, _block, _compiled_as, _copy, _DualAveraging,
+    _kinetic, _leapfrog, _reasonable_step, check_burn_in, start_with_gradient,
+)
+from ckam_bench.samplers.random_walk import positive_step_size
+from ckam_bench.targets.base import Target
+
+MAX_TREE_DEPTH = 14
+
+
+def _uturn_loop(p_minus, p_plus, rho, rho0, minv, scratch):
+    r, s = scratch[0], scratch[1]
+    for j in range(r.shape[0]):
+        r[j] = rho[j] - rho0[j]
+        s[j] = minv[j] * p_minus[j]
+    if not np.dot(s, r) > 0.0:  # np.dot: the same BLAS call as in Python
+        return True
+    for j in range(r.shape[0]):
+        s[j] = minv[j] * p_plus[j]
+    return not np.dot(s, r) > 0.0
+
+
+@_compiled_as(_uturn_loop)
+def _uturn(p_minus, p_plus, rho, rho0, minv, scratch):
+    """The generalised no-U-turn criterion fails (the trajectory turns back) for the momentum sum
+    ρ = rho − rho0 (``scratch``: two work vectors of compiled code)."""
+    r = rho - rho0
+    return not (np.dot(minv * p_minus, r) > 0.0 and np.dot(minv * p_plus, r) > 0.0)
+
+
+@jit.jitable
+def _logaddexp(a, b):
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    if a >= b:  # log(e^a + e^b) with e^(a - a) = 1 exactly: one exp fewer
+        return a + math.log(1.0 + math.exp(b - a))
+    return b + math.log(math.exp(a - b) + 1.0)
+
+
+@jit.jitable
+def _coin(rng, log_p):
+    """A Bernoulli(min(1, e^log_p)) draw; a uniform is drawn from ``rng`` only when the
+    probability is below 1."""
+    return log_p >= 0.0 or rng.random() < math.exp(log_p)
+
+
+@jit.jitable
+def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
+    """One multinomial NUTS transition from (x, logp, g) with momentum p, drawing from ``rng``
+    the uniforms it uses when it uses them: each doubling's direction, then its leaves' draws,
+    then the merge draw (:func:`_coin`: none for a certain event). Updates x, g in place;
+    returns (logp, mean acceptance statistic, leapfrog steps, divergent, depth)."""
+    xl, pl, gl = work[0], work[1], work[2]  # the trajectory's left end
+    xr, pr, gr = work[3], work[4], work[5]  # its right end
+    xe, pe, ge = work[6], work[7], work[8]  # the end being extended
+    xc, gc = work[9], work[10]  # the new subtree's candidate state
+    rho, rho_sub = work[11], work[12]  # momentum sums of the trajectory and of the new subtree
+    zero, scratch = work[13], work[14:16]
+    ck_p = work[16:16 + max_depth + 1]  # at each open subtree's first leaf: momentum, partial ρ
+    ck_rho = work[16 + max_depth + 1:16 + 2 * (max_depth + 1)]
+    zero[:] = 0.0
+    _copy(xl, x)
+    _copy(pl, p)
+    _copy(gl, g)
+    _copy(xr, x)
+    _copy(pr, p)
+    _copy(gr, g)
+    _copy(rho, p)
+    h0 = -logp + _kinetic(p, minv)
+    log_w = 0.0
+    logp_s = logp
+    sum_accept = 0.0
+    n_leapfrog = 0
+    divergent = False
+    depth = 0
+    while depth < max_depth:
+        forward = rng.random() < 0.5
+        if forward:
+            _copy(xe, xr)
+            _copy(pe, pr)
+            _copy(ge, gr)
+        else:
+            _copy(xe, xl)
+            _copy(pe, pl)
+            _copy(ge, gl)
+        eps = step if forward else -step
+        log_w_sub = -math.inf
+        logp_c = -math.inf
+        rho_sub[:] = 0.0
+        valid = True
+        n_leaves = 1 << depth
+        for leaf in range(n_leaves):
+            lp = _leapfrog(f, xe, pe, ge, eps, minv)
+            n_leapfrog += 1
+            h = -lp + _kinetic(pe, minv)
+            if not (math.isfinite(lp) and _all_finite(ge) and h == h) or h - h0 > 1000.0:
+                divergent = True
+                valid = False
+                break
+            lw = h0 - h
+            sum_accept += 1.0 if lw >= 0.0 else math.exp(lw)
+            for k in range(1, depth + 1):
+                if leaf % (1 << k) == 0:
+                    _copy(ck_p[k], pe)
+                    _copy(ck_rho[k], rho_sub)
+            rho_sub += pe
+            log_w_sub = _logaddexp(log_w_sub, lw)
+            if _coin(rng, lw - log_w_sub):
+                _copy(xc, xe)
+                _copy(gc, ge)
+                logp_c = lp
+            for k in range(1, depth + 1):
+                if (leaf + 1) % (1 << k) == 0:
+                    if _uturn(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
+                        valid = False
+                        break
+            if not valid:
+                break
+        if not valid:
+            break
+        if forward:
+            _copy(xr, xe)
+            _copy(pr, pe)
+            _copy(gr, ge)
+        else:
+            _copy(xl, xe)
+            _copy(pl, pe)
+            _copy(gl, ge)
+        if _coin(rng, log_w_sub - log_w):
+            _copy(x, xc)
+            _copy(g, gc)
+            logp_s = logp_c
+        log_w = _logaddexp(log_w, log_w_sub)
+        rho += rho_sub
+        depth += 1
+        if _uturn(pl, pr, rho, zero, minv, scratch):
+            break
+    stat = sum_accept / n_leapfrog if n_leapfrog > 0 else 0.0
+    return logp_s, stat, n_leapfrog, divergent, depth
+
+
+@jit.jitable
+def _nuts_work(max_depth, d):
+    return np.empty((16 + 2 * (max_depth + 1), d))
+
+
+def _normals_loop(u, quantile):
+    z = np.empty(u.shape[0])
+    for j in range(u.shape[0]):
+        z[j] = quantile(max(u[j], 1e-300))
+    return z
+
+
+@_compiled_as(_normals_loop)
+def _normals(u, quantile):
+    """Standard normals Φ⁻¹(u) from uniforms (clipped away from 0)."""
+    return quantile(np.clip(u, 1e-300, None))
+
+
+def _nuts_loop(f, x, logp, g, step, minv, da, wf, t0, burn_in, window_ends, window_start, max_depth, rng,
+               quantile, n, target_accept, gamma, da_t0, kappa):
+    """n NUTS iterations from global iteration ``t0``; warm-up (t < burn_in) adapts ε (dual
+    averaging ``da``) and, at the ``window_ends``, the diagonal inverse metric ``minv`` from the
+    Welford state ``wf`` (all updated in place). Each iteration draws from the generator ``rng``
+    d uniforms for the momentum's normals (``quantile`` = Φ⁻¹), then the tree's draws as it uses
+    them (:func:`_nuts_transition`). Returns (x, logp, g, step, samples, n_collected,
+    accepted, accept_prob, steps, logps, n_evals, n_divergent, depths)."""
+    d = x.shape[0]
+    samples = np.empty((n, d))
+    accepted = np.zeros(n, dtype=np.bool_)
+    accept_prob, steps, logps = np.empty(n), np.empty(n), np.empty(n)
+    depths = np.zeros(n, dtype=np.int64)
+    x, g = x.copy(), g.copy()
+    work = _nuts_work(max_depth, d)
+    x_old = np.empty(d)
+    n_collected = n_evals = n_divergent = 0
+    last_window = window_ends[window_ends.shape[0] - 1] if window_ends.shape[0] > 0 else -1
+    for i in range(n):
+        t = t0 + i
+        z = _normals(rng.random(d), quantile)
+        p = z / np.sqrt(minv)
+        if t == 0 and burn_in > 0:
+            step, evals = _reasonable_step(f, x, logp, g, p, minv, step, work[0], work[1], work[2])
+            n_evals += evals
+            dual_averaging.restart(da, step)
+        _copy(x_old, x)
+        logp, stat, n_lf, divergent, depth = _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth,
+                                                              work)
+        n_evals += n_lf
+        n_divergent += divergent
+        moved = False
+        for j in range(d):
+            if x[j] != x_old[j]:
+                moved = True
+                break
+        accepted[i] = moved
+        accept_prob[i] = stat
+        steps[i] = step
+        depths[i] = depth
+        if t < burn_in:
+            step = dual_averaging.update(da, stat, target_accept, gamma, da_t0, kappa)
+            if window_start <= t <= last_window:
+                welford.update(wf, x)
+            for e in range(window_ends.shape[0]):
+                if window_ends[e] == t:
+                    welford.regularised_variance_into(wf, minv)
+                    welford.reset(wf)
+                    p = z / np.sqrt(minv)
+                    step, evals = _reasonable_step(f, x, logp, g, p, minv, step, work[0], work[1], work[2])
+                    n_evals += evals
+                    dual_averaging.restart(da, step)
+            if t == burn_in - 1:
+                step = dual_averaging.final(da)
+        logps[i] = logp
+        if t >= burn_in:
+            samples[n_collected] = x
+            n_collected += 1
+    return (x, logp, g, step, samples, n_collected, accepted, accept_prob, steps, logps, n_evals,
+            n_divergent, depths)
+
+
+if jit.AVAILABLE:
+    from numba.extending import get_cython_function_address, typeof_impl
+
+    _GENERATOR = jit.types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
+    _QUANTILE = jit.types.FunctionType(jit.F8(jit.F8))
+
+    class _NormalQuantile(jit.types.WrapperAddressProtocol):
+        """scipy's Φ⁻¹ (``ndtri``) as a first-class function of compiled kernels, through scipy's
+        Cython C API: the function the Python loop calls, so both draw the same momenta."""
+
+        def __wrapper_address__(self) -> int:
+            return get_cython_function_address("scipy.special.cython_special", "ndtri")
+
+        def signature(self):
+            return _QUANTILE.signature
+
+    typeof_impl.register(_NormalQuantile)(lambda value, context: _QUANTILE)
+    _NDTRI = _NormalQuantile()
+    _nuts_kernel = jit.gradient_kernel(jit.A1, jit.F8, jit.A1, jit.F8, jit.A1, jit.A1, jit.A1, _I64, _I64,
+                                       jit.types.int64[::1], _I64, _I64, _GENERATOR, _QUANTILE, _I64,
+                                       jit.F8, jit.F8, jit.F8, jit.F8)(_nuts_loop)
+else:
+    _NDTRI = _nuts_kernel = None
+
+
+@dataclass(kw_only=True)
+class NUTSState(GradientState):
+    """NUTS state: GradientState plus the metric and the warm-up accumulators."""
+
+    inv_metric: np.ndarray
+    """Diagonal inverse metric M⁻¹ (variances), shape (d,)."""
+    welford: np.ndarray
+    """Welford state of the current slow window, shape (2d + 1,)."""
+    n_divergent: int = 0
+    """Divergent transitions so far."""
+    mean_depth: float = 0.0
+    """Mean tree depth of the last block."""
+
+
+class NUTS(GradientSampler, _DualAveraging):
+    """Multinomial NUTS with a diagonal metric and Stan's windowed warm-up.
+
+    step_size : initial ε > 0 (refined by the heuristic at the first warm-up iteration).
+    burn_in : warm-up iterations (the paper: 500); none are collected.
+    max_depth : tree depth limit (2^max_depth − 1 leapfrog steps at most; Stan: 10).
+    target_accept, gamma, t0, kappa : dual averaging (Stan: 0.8, 0.05, 10, 0.75).
+    init_buffer, term_buffer, base_window : Stan's warm-up windows (75, 50, 25).
+    """
+
+    name = "nuts"
+
+    def __init__(self, step_size: float = 0.1, burn_in: int = 500, max_depth: int = 10,
+                 target_accept: float = 0.8, gamma: float = 0.05, t0: float = 10.0, kappa: float = 0.75,
+                 init_buffer: int = 75, term_buffer: int = 50, base_window: int = 25):
+        self.step_size = positive_step_size(step_size)
+        self.burn_in = check_burn_in(burn_in)
+        if isinstance(max_depth, bool) or int(max_depth) != max_depth or not 1 <= max_depth <= MAX_TREE_DEPTH:
+            raise ValueError(f"max_depth must be an integer in [1, {MAX_TREE_DEPTH}] (up to 2^max_depth − 1 "
+                             f"leapfrog steps per iteration), got {max_depth}")
+        self.max_depth = int(max_depth)
+        self._dual_averaging(target_accept, gamma, t0, kappa)
+        for key, value in (("init_buffer", init_buffer), ("term_buffer", term_buffer), ("base_window", base_window)):
+            if isinstance(value, bool) or int(value) != value or value < (1 if key == "base_window" else 0):
+                raise ValueError(f"{key} must be an integer >= {1 if key == 'base_window' else 0}, got {value}")
+        self.init_buffer, self.term_buffer, self.base_window = int(init_buffer), int(term_buffer), int(base_window)
+        self._ends = welford.window_ends(self.burn_in, self.init_buffer, self.term_buffer, self.base_window)
+        self._window_start = welford.slow_window_start(self.burn_in, self.init_buffer, self.term_buffer,
+                                                       self.base_window)
+
+    def warm_up(self, target: Target) -> None:
+        density = jit.compiled_log_density_and_grad(target)
+        if density is not None:
+            x, d = np.array(target.start, dtype=float), target.dim
+            _nuts_kernel(density, x, 0.0, np.zeros(d), 0.1, np.ones(d), dual_averaging.init(0.1),
+                         welford.init(d), 1, 0, np.zeros(0, dtype=np.int64), 0, 1, np.random.default_rng(0),
+                         _NDTRI, 1, 0.8, 0.05, 10.0, 0.75)
+
+    def init(self, target: Target, x0, rng: np.random.Generator) -> NUTSState:
+        self._bind(target, rng)
+        x, logp, grad = start_with_gradient(target, x0)
+        return NUTSState(x=x, logp=logp, t=0, grad=grad, step=self.step_size,
+                         adapt=dual_averaging.init(self.step_size), inv_metric=np.ones(target.dim),
+                         welford=welford.init(target.dim))
+
+    def advance(self, state: NUTSState, n: int):
+        da, wf = np.array(state.adapt, dtype=float), np.array(state.welford, dtype=float)
+        minv = np.array(state.inv_metric, dtype=float)
+        run, quantile = (_nuts_loop, ndtri) if self._compiled is None else (_nuts_kernel, _NDTRI)
+        (x, logp, g, step, samples, k, accepted, accept_prob, steps, logps, n_evals, n_div, depths) = run(
+            self._density_and_grad(), np.ascontiguousarray(state.x, dtype=float), float(state.logp),
+            np.ascontiguousarray(state.grad, dtype=float), float(state.step), minv, da, wf, int(state.t),
+            self.burn_in, self._ends, self._window_start, self.max_depth, self.rng, quantile, int(n),
+            self.target_accept, self.gamma, self.t0, self.kappa)
+        self._count(n_evals)
+        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0)
+        new = NUTSState(x=x, logp=float(logp), t=state.t + n, grad=g, step=float(step), adapt=da,
+                        inv_metric=minv, welford=wf, n_divergent=state.n_divergent + int(n_div),
+                        mean_depth=float(np.mean(depths)) if n else 0.0)
+        return new, block
+
+    def trace_columns(self, state: NUTSState) -> dict:
+        return {"step": float(state.step), "n_divergent": float(state.n_divergent),
+                "tree_depth": float(state.mean_depth)}
+
+    def describe(self) -> dict:
+        return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept,
+                "window_ends": self._ends.tolist()}
