@@ -219,6 +219,15 @@ def bind_density(fn, *params):
 
 
 @helper
+def acceptance(r):
+    """min(1, e^r) for a log acceptance ratio r; 0 for a non-finite r (NaN or −∞: a rejection
+    with probability 0, so step-size adaptation shrinks after it)."""
+    if r == r and r > -math.inf:
+        return 1.0 if r >= 0.0 else math.exp(r)
+    return 0.0
+
+
+@helper
 def log_uniform(z):
     """log Φ(z) for a standard normal z: a log-uniform, for samplers that pre-draw all their
     random numbers as one normal block; stable in the lower tail."""

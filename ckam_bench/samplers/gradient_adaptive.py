@@ -222,11 +222,8 @@ def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, et
             r = log_ratio(mode, logp, logp_y, eps, u_x, u_y)
         else:
             r = -math.inf
-        if r == r and r > -math.inf:
-            alpha = 1.0 if r >= 0.0 else math.exp(r)
-        else:
-            alpha = 0.0
-            n_nonfinite += 1
+        alpha = jit.acceptance(r)
+        n_nonfinite += not r > -math.inf  # NaN or −∞
         accept = log_u[i] < r
         accepted[i] = accept
         accept_prob[i] = alpha

@@ -349,11 +349,8 @@ def _mala_loop(f, x, logp, g, log_step, t0, burn_in, z, log_u, target_accept, rm
         logp_y = f(y, gy)
         n_evals += 1
         r = _mala_log_ratio(logp_y, logp, eps, g, gy, sigma)
-        if r == r and r > -math.inf:
-            alpha = 1.0 if r >= 0.0 else math.exp(r)
-        else:
-            alpha = 0.0
-            n_nonfinite += 1
+        alpha = jit.acceptance(r)
+        n_nonfinite += not r > -math.inf  # NaN or −∞
         accept = log_u[i] < r
         accepted[i] = accept
         accept_prob[i] = alpha
@@ -462,11 +459,8 @@ def _hmc_loop(f, x, logp, g, step, da, t0, burn_in, n_leapfrog, z, log_u, target
                 finite = False
                 break
         r = h0 - (-lp + _kinetic(pn, minv)) if finite else -math.inf
-        if r == r and r > -math.inf:
-            alpha = 1.0 if r >= 0.0 else math.exp(r)
-        else:
-            alpha = 0.0
-            n_nonfinite += 1
+        alpha = jit.acceptance(r)
+        n_nonfinite += not r > -math.inf  # NaN or −∞
         accept = log_u[i] < r
         accepted[i] = accept
         accept_prob[i] = alpha
