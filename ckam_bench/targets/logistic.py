@@ -245,6 +245,16 @@ if jit.AVAILABLE:
 
     from ckam_bench.targets.vecmath import exp_neg, log1p_unit
 
+    @numba.njit(fastmath=_FASTMATH, error_model="numpy", inline="always")
+    def _block_products(X, w, start, m, scale, out):
+        """out[k] = scale·x_{start+k}ᵀw for the m rows of a block (inlined where it is called)."""
+        for k in range(m):
+            row = X[start + k]
+            t = 0.0
+            for j in range(w.shape[0]):
+                t += row[j] * w[j]
+            out[k] = scale * t
+
     @numba.njit(fastmath=_FASTMATH, error_model="numpy")
     def _logistic_density(w, X, scale, c, grad, want_grad):
         """log π(w) (and its gradient into ``grad`` when ``want_grad``) in one pass over the rows
@@ -272,12 +282,7 @@ if jit.AVAILABLE:
         s = np.empty(_BLOCK)
         for start in range(0, n, _BLOCK):
             m = min(_BLOCK, n - start)
-            for k in range(m):
-                row = X[start + k]
-                t = 0.0
-                for j in range(d):
-                    t += row[j] * w[j]
-                s[k] = scale * t
+            _block_products(X, w, start, m, scale, s)
             softplus = 0.0
             for k in range(m):
                 e = exp_neg(abs(s[k]))
@@ -317,12 +322,7 @@ if jit.AVAILABLE:
         q = np.empty(_BLOCK)
         for start in range(0, n, _BLOCK):
             m = min(_BLOCK, n - start)
-            for k in range(m):
-                row = X[start + k]
-                t = 0.0
-                for j in range(d):
-                    t += row[j] * w[j]
-                q[k] = scale * t
+            _block_products(X, w, start, m, scale, q)
             for k in range(m):
                 e = exp_neg(abs(q[k]))
                 q[k] = scale * scale * (e / ((1.0 + e) * (1.0 + e)))
