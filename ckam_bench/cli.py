@@ -38,7 +38,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ckam_bench import entry, jit, overrides, provenance, rundir, store
+from ckam_bench import entry, jit, outputs, overrides, provenance, rundir, store, sweeps
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, check_target
@@ -206,6 +206,7 @@ class OutputFolderCheck(Callback):
         HydraConfig.instance().set_config(config)
         folder = Path(str(config.hydra.sweep.dir))
         self._check(folder)
+        sweeps.claim_sweep_folder(folder, config)
         _SWEEP.update(folder=folder, token=uuid.uuid4().hex[:12])
         os.environ[SWEEP_TOKEN_ENV] = _SWEEP["token"]  # inherited by the sweep's job processes
         os.environ[SWEEP_START_ENV] = repr(time.time() - 1.0)
@@ -220,6 +221,7 @@ class OutputFolderCheck(Callback):
                 except ValueError:
                     continue
             notes.unlink()  # the sweep's own bookkeeping file, named by its token
+        outputs.settle_sweep_folder(_SWEEP["folder"])
         rundir.remove_empty(_CREATED)
         _SWEEP["refused"] = refused
 
@@ -240,8 +242,8 @@ class OutputFolderCheck(Callback):
         elif not os.access(existing, os.W_OK | os.X_OK):
             problem = f"{existing} is not writable"
         if problem:
-            print(f"ckam-bench: cannot create or write the output folder {folder}: {problem}",
-                  file=sys.stderr)
+            print(f"{sweeps.program()}: cannot create or write the output folder "
+                  f"{folder}: {problem}", file=sys.stderr)
             sys.exit(1)
 
 

@@ -29,6 +29,12 @@ disk can be audited in these two files:
 * **Locking.** Updates of the marker happen under an exclusive ``flock`` on
   ``.ckam-output.lock`` (blocking and short), so jobs publishing into one folder at the same
   time (the chains of a reference split over a sweep) never lose each other's entries.
+* **Sweep folders.** Hydra writes ``multirun.yaml`` into the folder of every sweep
+  (``hydra.sweep.dir``), replacing what is there. Before it does, :func:`claim_sweep_folder`
+  refuses a folder whose ``multirun.yaml`` a ckam-bench sweep did not write (its sha256 is not
+  listed in the folder's ``.ckam-sweep.json``) and lists the hash of the file about to be
+  written; :func:`settle_sweep_folder` removes both again after a sweep whose every job was
+  refused, so a refused sweep leaves the disk as it found it.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ LOCK = ".ckam-output.lock"
 STAGING = ".ckam-staging-"
 JOURNAL = ".publish.json"
 FORMAT = 1
+SWEEP_MARKER = ".ckam-sweep.json"
+MULTIRUN = "multirun.yaml"
 
 
 def sha256(path) -> str:
@@ -99,6 +107,12 @@ class OutputFolder:
         """The marker of a folder of this job (None: new or empty folder); refuses others."""
         p = self.path
         if not p.exists():
+            above = p.parent
+            while not above.exists() and above != above.parent:
+                above = above.parent
+            if not above.is_dir():
+                raise FolderRefused(f"{above} is a file, so {p} cannot be created; nothing was "
+                                    "changed")
             return None
         if not p.is_dir():
             raise FolderRefused(f"{p} is a file, not a folder; nothing was changed")
@@ -280,3 +294,88 @@ class OutputFolder:
                 for name in (MARKER, LOCK):  # our own two files of a folder we just created
                     (self.path / name).unlink(missing_ok=True)
         rundir.remove_empty(self.created)
+
+
+# ---------------------------------------------------------------------------- sweep folders
+def _sweep_hashes(folder: Path) -> list[str]:
+    """The multirun.yaml hashes listed in a sweep folder's marker ([] without a marker)."""
+    path = folder / SWEEP_MARKER
+    if not path.exists() and not path.is_symlink():
+        return []
+    try:
+        hashes = json.loads(path.read_text())[MULTIRUN]
+        if not (isinstance(hashes, list) and all(isinstance(h, str) for h in hashes)):
+            raise ValueError("not a list of hashes")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise FolderRefused(f"the sweep marker {path} is damaged, so {folder / MULTIRUN} cannot "
+                            "be identified; nothing was changed: choose another "
+                            "hydra.sweep.dir") from None
+    return hashes
+
+
+def claim_sweep_folder(folder, text: str) -> None:
+    """Before Hydra writes ``text`` as ``folder/multirun.yaml``: refuse
+    (:class:`FolderRefused`, nothing changed) when a ``multirun.yaml`` is there that no
+    ckam-bench sweep wrote, or that was changed since; else list the new file's hash in the
+    folder's marker (the folder is created when new)."""
+    folder = Path(folder)
+    path = folder / MULTIRUN
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise FolderRefused(f"{folder} is a file, not a folder; nothing was changed")
+    hashes = _sweep_hashes(folder) if folder.is_dir() else []
+    if path.exists() or path.is_symlink():
+        if path.is_symlink() or not path.is_file() or sha256(path) not in hashes:
+            raise FolderRefused(f"{path} was not written by a ckam-bench sweep (or was changed "
+                                "since) and a sweep would replace it; nothing was changed: move "
+                                "it away or choose another hydra.sweep.dir")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if digest not in hashes:
+        folder.mkdir(parents=True, exist_ok=True)
+        rundir.write_json({"format": FORMAT, MULTIRUN: hashes + [digest]}, folder / SWEEP_MARKER)
+
+
+def settle_sweep_folder(folder) -> bool:
+    """After a sweep: when the folder holds nothing but its ``multirun.yaml`` (listed in the
+    marker, so ours) and the marker — every job was refused — remove those two files, so the
+    refused sweep changes nothing (the caller then removes the folders it created, when empty).
+    Returns whether it removed them."""
+    folder = Path(folder)
+    try:
+        names = {e.name for e in os.scandir(folder)}
+        if names != {MULTIRUN, SWEEP_MARKER} or (folder / MULTIRUN).is_symlink() \
+                or sha256(folder / MULTIRUN) not in _sweep_hashes(folder):
+            return False
+    except (OSError, FolderRefused):
+        return False
+    (folder / MULTIRUN).unlink()
+    (folder / SWEEP_MARKER).unlink()
+    return True
+
+
+# ---------------------------------------------------------------------------- one JSON file
+WRITTEN_BY = "written_by"
+
+
+def check_own_json(path, producer: str) -> None:
+    """Refuse (:class:`FolderRefused`) a ``path`` that exists and is not a JSON document
+    written by ``producer`` (its ``written_by`` key): a script's ``--json`` output replaces
+    only its own earlier output. Read-only: scripts call it before their long work."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise ValueError("not a file")
+        ours = json.loads(path.read_text()).get(WRITTEN_BY) == producer
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise FolderRefused(f"{path} exists and was not written by {producer}; nothing was "
+                            "changed: move it away or choose another --json")
+
+
+def write_own_json(path, obj: dict, producer: str) -> None:
+    """Write ``obj`` (with ``written_by: producer``) atomically to ``path``, refused as
+    :func:`check_own_json` says."""
+    check_own_json(path, producer)
+    rundir.write_json({WRITTEN_BY: producer, **obj}, Path(path))

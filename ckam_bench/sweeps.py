@@ -28,8 +28,10 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import sys
 import threading
 import time
+from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
@@ -94,3 +96,39 @@ class ParentWatch(Callback):
         if sweep and sweep.isdigit() and int(sweep) != os.getpid() \
                 and os.getppid() == int(sweep):
             watch_parent(int(sweep))
+
+
+PROGRAM: list = []  # the running command's name, set by its entry point
+
+
+def program() -> str:
+    """The running command's name for its messages."""
+    name = PROGRAM[-1] if PROGRAM else Path(sys.argv[0]).name
+    return name if name.startswith("ckam-bench") else "ckam-bench"
+
+
+def claim_sweep_folder(folder, config) -> None:
+    """Claim a sweep's folder before Hydra writes its ``multirun.yaml`` there (the text
+    Hydra saves; :func:`ckam_bench.outputs.claim_sweep_folder`): a ``multirun.yaml`` that no
+    ckam-bench sweep wrote is never replaced — one line, exit 2, nothing changed."""
+    from ckam_bench import outputs
+    from ckam_bench.rundir import FolderRefused
+
+    prog = program()
+    try:
+        outputs.claim_sweep_folder(folder, OmegaConf.to_yaml(config))
+    except FolderRefused as exc:
+        print(f"{prog}: refused: hydra.sweep.dir: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:
+        print(f"{prog}: cannot create or write the sweep folder {folder}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+class SweepFolderClaim(Callback):
+    """Hydra callback (``conf/reference.yaml``; ckam-bench and ckam-bench-check do the same in
+    :class:`ckam_bench.cli.OutputFolderCheck`): :func:`claim_sweep_folder` before a sweep."""
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        claim_sweep_folder(Path(str(config.hydra.sweep.dir)), config)

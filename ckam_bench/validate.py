@@ -295,7 +295,9 @@ def one_line_hydra_errors(app, prog: str, started: list) -> None:
     import sys
 
     from ckam_bench.overrides import flags_first
+    from ckam_bench.sweeps import PROGRAM
 
+    PROGRAM.append(prog)
     sys.argv[1:] = flags_first(sys.argv[1:])
     real = sys.stderr
 
@@ -323,8 +325,11 @@ def one_line_hydra_errors(app, prog: str, started: list) -> None:
             app()
     except SystemExit as exc:
         if not started and exc.code not in (0, None):
-            print(f"{prog}: invalid configuration: {condense_hydra_error(''.join(held.held))}",
-                  file=real)
+            text = "".join(held.held)
+            if text.startswith(f"{prog}: "):  # our own line (a refused sweep folder)
+                real.write(text)
+                raise
+            print(f"{prog}: invalid configuration: {condense_hydra_error(text)}", file=real)
             sys.exit(2)
         held.release()
         raise

@@ -34,19 +34,21 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from ckam_bench import outputs  # noqa: E402
 
 TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100", "gp51"]
 PEER_TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100"]
 EXPERIMENTS = {"neal100": "gad_neal", "gp51": "gad_gp51"}
 
+
+PRODUCER = "scripts/bench_peers.py"  # the written_by of its --json output
 
 def need_extra():
     try:
@@ -236,6 +238,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.seeds < 1 or args.warmup < 1 or args.draws < 100:
         ap.error("--seeds >= 1, --warmup >= 1 and --draws >= 100 are needed")
+    try:  # --json replaces only this script's own earlier output: refused before any work
+        outputs.check_own_json(args.json, PRODUCER)
+    except outputs.FolderRefused as exc:
+        ap.exit(2, f"{ap.prog}: refused: --json: {exc}\n")
     need_extra()
     import jax
     from threadpoolctl import threadpool_limits
@@ -304,8 +310,8 @@ def main(argv=None):
     print("\n| goal | measured | met |\n|---|---|---|")
     for g in goals:
         print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
-    Path(args.json).write_text(json.dumps({"machine": machine, "args": vars(args), "rows": rows,
-                                           "gradients": grads, "goals": goals}, indent=2, default=float))
+    outputs.write_own_json(args.json, {"machine": machine, "args": vars(args), "rows": rows,
+                                           "gradients": grads, "goals": goals}, PRODUCER)
     print(f"\nwrote {args.json}", file=sys.stderr)
 
 

@@ -44,7 +44,6 @@ It prints markdown tables ending with every goal (goal, measured, met) and write
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -61,7 +60,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 
 import ckam_bench  # noqa: F401  (registers the config resolvers)
-from ckam_bench import provenance
+from ckam_bench import outputs, provenance
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm32"]
@@ -81,6 +80,8 @@ GOALS = [
     ("ckam", "gmm32", "it/s", 5_000),
 ]
 
+
+PRODUCER = "scripts/bench_throughput.py"  # the written_by of its --json output
 
 def overrides_for(sampler: str, target: str) -> list[str]:
     preset = [f"experiment={PRESETS[target]}"] if target in PRESETS else []
@@ -829,6 +830,10 @@ def main(argv=None):
     ap.add_argument("--startup-repeats", type=int, default=3, help="runs of each start-up command")
     ap.add_argument("--plain-dim", type=int, default=10, help="dimension of the plain-numpy target")
     args = ap.parse_args(argv)
+    try:  # --json replaces only this script's own earlier output: refused before any work
+        outputs.check_own_json(args.json, PRODUCER)
+    except outputs.FolderRefused as exc:
+        ap.exit(2, f"{ap.prog}: refused: --json: {exc}\n")
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):  # one chain is one core, as in a ckam-bench run (threads=1)
@@ -971,10 +976,10 @@ def run_all(args):
     print("\n| goal | measured | met |\n|---|---|---|")
     for g in goals:
         print(f"| {g['goal']} | {fmt(g['measured'])} | {'yes' if g['met'] else 'NO'} |")
-    Path(args.json).write_text(json.dumps(
+    outputs.write_own_json(args.json, 
         {"machine": machine, "args": vars(args), "rows": table.to_dict("records"), "gradient_rows": gradient,
          "pymc_rows": pymc, "startup": startup, "plain_rows": plain, "ess_rows": ess, "jax_rows": jax_rows,
-         "memory": memory, "goals": goals}, indent=2, default=float))
+         "memory": memory, "goals": goals}, PRODUCER)
     print(f"\nwrote {args.json}", file=sys.stderr)
 
 

@@ -117,7 +117,7 @@ for sampler in ckam ckam_finite ckam_dim; do
     fi
     echo "== stationarity check: $sampler on bimodal -> $dir"
     ckam-bench-check "sampler=$sampler" experiment=paper_bimodal "${check_args[@]}" \
-        "hydra.run.dir='$dir'" > "$out/logs/check_$sampler.log" 2>&1 || {
+        "hydra.run.dir='$dir'" >> "$out/logs/check_$sampler.log" 2>&1 || {
         echo "$PROG: check of $sampler failed, see $out/logs/check_$sampler.log" >&2
         exit 1
     }

@@ -6,7 +6,7 @@
 #   parse_options "$@"       --quick, --jobs N, --seeds N, --out DIR, -h/--help; validated
 #   need_tools TOOL...       each must be on PATH (the package installed)
 #   prepare_out              DIR/logs, single-threaded numerics, out made absolute
-#   sweep NAME DIR ARGS...   one Hydra sweep of ckam-bench into DIR, logged to OUT/logs/NAME.log
+#   sweep NAME DIR ARGS...   one Hydra sweep of ckam-bench into DIR, its log appended to OUT/logs/NAME.log
 #                            (a variable `note`, when set, is printed beside its name)
 #   render [ARGS...]         ckam-bench-figures into DIR/report
 # Exit status 2 for bad arguments or a missing tool, 1 when a sweep fails.
@@ -69,7 +69,7 @@ sweep() {  # NAME DIR ARGS...: ckam-bench -m ARGS into DIR on the joblib launche
     echo "== $name${note:+ ($note)} -> $dir"
     local start=$SECONDS
     ckam-bench -m "$@" progress=false hydra/launcher=joblib "hydra.launcher.n_jobs=$jobs" \
-        "hydra.sweep.dir='$dir'" > "$out/logs/$name.log" 2>&1 || {
+        "hydra.sweep.dir='$dir'" >> "$out/logs/$name.log" 2>&1 || {
         echo "$PROG: $name failed, see $out/logs/$name.log" >&2
         exit 1
     }
@@ -78,6 +78,6 @@ sweep() {  # NAME DIR ARGS...: ckam-bench -m ARGS into DIR on the joblib launche
 
 render() {  # [ARGS...] for ckam-bench-figures
     echo "== figures and tables -> $out/report"
-    ckam-bench-figures "$out" --out "$out/report" "$@" | tee "$out/logs/figures.log"
+    ckam-bench-figures "$out" --out "$out/report" "$@" | tee -a "$out/logs/figures.log"
     echo "== done in $(( SECONDS - start_all )) s: $out/report/report.md"
 }

@@ -393,3 +393,79 @@ def test_figures_lists_bad_runs_as_not_used_and_reports_the_rest(two_runs, tmp_p
                     if row.startswith("- `") and row.split("`")[1].endswith(tag))
         assert reason in line, line
     assert "2 used" in text and good.name not in skipped
+
+
+# ---------------------------------------------------------------------------- sweep folders
+@pytest.mark.parametrize("module, args", [
+    ("ckam_bench.cli", ["sampler=rw", "target=bimodal", "budget.seconds=0.1", "progress=false"]),
+    ("ckam_bench.stationarity", ["sampler=rw", "target=bimodal", "check.n_chains=10",
+                                 "check.times=[10]"]),
+    ("ckam_bench.reference", [*GAUSS, "out=O", "chain=0,1"]),
+], ids=["ckam-bench", "check", "reference"])
+def test_a_sweep_never_replaces_a_users_multirun_yaml(tmp_path, module, args):
+    """Hydra writes multirun.yaml into every sweep folder: a user's own is refused untouched."""
+    sweep = tmp_path / "S"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("the user's own\n")
+    proc = command(module, "-m", *args, f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+                   env={reference.CACHE_ENV: str(tmp_path / "cache")})
+    assert proc.returncode == 2
+    assert "multirun.yaml was not written by a ckam-bench sweep" in one_line(proc)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
+    assert snapshot(sweep) == {"multirun.yaml": b"the user's own\n"}
+
+
+def test_a_sweep_whose_every_job_is_refused_leaves_nothing(tmp_path):
+    proc = command("ckam_bench.cli", "-m", "sampler=rw", "target=bimodal", "sampler.step_size=-1",
+                   "progress=false", f"hydra.sweep.dir={tmp_path / 'new' / 'S'}", cwd=tmp_path)
+    assert proc.returncode == 2 and "sampler.step_size" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_runs_again_in_its_own_folder(tmp_path):
+    args = ["-m", "sampler=rw", "target=bimodal", "budget.seconds=0.1", "progress=false",
+            f"hydra.sweep.dir={tmp_path / 'S'}"]
+    first = command("ckam_bench.cli", *args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = command("ckam_bench.cli", *args, "seed=0,1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "already complete" in again.stderr
+    assert (tmp_path / "S" / "1_rw_bimodal_s1" / "trace.parquet").is_file()
+
+
+@pytest.mark.parametrize("script", ["bench_throughput.py", "bench_peers.py"])
+def test_benchmark_scripts_replace_only_their_own_json(tmp_path, script):
+    """--json: a user's file of that name is refused before any benchmark runs."""
+    (tmp_path / "out.json").write_text("the user's own\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--json", "out.json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=ENV)
+    assert proc.returncode == 2
+    assert "out.json exists and was not written by" in one_line(proc)
+    assert (tmp_path / "out.json").read_text() == "the user's own\n"
+
+
+def test_own_json_is_replaced_atomically(tmp_path):
+    from ckam_bench import outputs
+
+    path = tmp_path / "bench.json"
+    outputs.write_own_json(path, {"rows": [1]}, "scripts/x.py")
+    outputs.write_own_json(path, {"rows": [2]}, "scripts/x.py")  # its own: replaced
+    assert json.loads(path.read_text()) == {"written_by": "scripts/x.py", "rows": [2]}
+    with pytest.raises(figures_cli.FolderRefused):
+        outputs.write_own_json(path, {"rows": [3]}, "scripts/y.py")
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]
+
+
+def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    proc = command("ckam_bench.reference", *GAUSS, "out=afile/x", cwd=tmp_path,
+                   env={reference.CACHE_ENV: str(tmp_path / "cache")})
+    assert proc.returncode == 2 and "afile is a file" in one_line(proc)
+    assert "chain 0" not in proc.stderr  # refused before sampling
+    proc = command("ckam_bench.stationarity", "sampler=rw", "target=bimodal",
+                   "hydra.run.dir=afile/x", cwd=tmp_path)
+    line = one_line(proc)
+    assert proc.returncode == 1 and line.startswith("ckam-bench") and line.count("ckam-bench") == 1
+    assert figures_cli.main([str(tmp_path), "--out", str(tmp_path / "afile" / "x")]) == 2
+    assert "afile is a file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

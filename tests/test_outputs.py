@@ -143,3 +143,38 @@ def test_a_file_in_place_of_the_folder_is_refused(tmp_path):
     with pytest.raises(FolderRefused, match="is a file"):
         OutputFolder.inspect(tmp_path / "f", "cmd", "job")
     assert (tmp_path / "f").read_text() == "x"
+
+
+def test_a_sweep_folder_claim_refuses_a_users_multirun_yaml(tmp_path):
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    (folder / "multirun.yaml").write_text("mine\n")
+    with pytest.raises(FolderRefused, match="not written by a ckam-bench sweep"):
+        outputs.claim_sweep_folder(folder, "hydra: {}\n")
+    assert listing(folder) == ["multirun.yaml"]
+    (folder / "multirun.yaml").unlink()
+    outputs.claim_sweep_folder(folder, "hydra: {}\n")  # an empty folder is claimed
+    (folder / "multirun.yaml").write_text("hydra: {}\n")  # what Hydra then writes
+    outputs.claim_sweep_folder(folder, "hydra: {a: 1}\n")  # ours: the sweep may run again
+    (folder / "multirun.yaml").write_text("edited\n")  # changed since: refused
+    with pytest.raises(FolderRefused):
+        outputs.claim_sweep_folder(folder, "hydra: {}\n")
+    (folder / outputs.SWEEP_MARKER).write_text("[")
+    with pytest.raises(FolderRefused, match="damaged"):
+        outputs.claim_sweep_folder(folder, "hydra: {}\n")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(FolderRefused, match="is a file"):
+        outputs.claim_sweep_folder(tmp_path / "afile", "hydra: {}\n")
+
+
+def test_settling_a_sweep_removes_only_its_own_bookkeeping_of_a_sweep_that_ran_nothing(tmp_path):
+    folder = tmp_path / "sweep"
+    outputs.claim_sweep_folder(folder, "hydra: {}\n")
+    (folder / "multirun.yaml").write_text("hydra: {}\n")
+    (folder / "0_job").mkdir()
+    assert not outputs.settle_sweep_folder(folder)  # a job ran: everything stays
+    (folder / "0_job").rmdir()
+    (folder / "multirun.yaml").write_text("not ours\n")
+    assert not outputs.settle_sweep_folder(folder)  # not the file we listed: stays
+    (folder / "multirun.yaml").write_text("hydra: {}\n")
+    assert outputs.settle_sweep_folder(folder) and listing(folder) == []

@@ -252,3 +252,37 @@ def test_suite_ranks_failing_runs_below_passing_ones_and_marks_non_diminishing(m
     assert [row[1] for row in per_posterior.rows] == ["fast", "paper †", "slow", "early_but_wrong"]
     assert per_posterior.rows[-1][3] == "fail (1/1 seeds)"
     assert any("non-diminishing" in note for note in per_posterior.notes + overall.notes)
+
+
+def test_build_converts_posteriordb_files_atomically(tmp_path, monkeypatch):
+    """The maintainer's rebuild (python -m ckam_bench.posteriordb.build PATH): data and draws
+    converted losslessly (draws to float32), each file replaced by a rename."""
+    import json
+    import types
+    import zipfile
+
+    import numpy as np
+
+    from ckam_bench.posteriordb import build
+
+    base = tmp_path / "pdb" / "posterior_database"
+    (base / "data" / "data").mkdir(parents=True)
+    (base / "reference_posteriors" / "draws" / "draws").mkdir(parents=True)
+    for path, doc in ((base / "data" / "data" / "d.json.zip", {"N": 2, "y": [0.5, 1.5]}),
+                      (base / "reference_posteriors" / "draws" / "draws" / "r.json.zip",
+                       [{"mu": [0.0, 1.0, 2.0]}, {"mu": [3.0, 4.0, 5.0]}])):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(path.name[:-4], json.dumps(doc))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "d.npz").write_text("old")
+    monkeypatch.setattr(build, "DATA_DIR", out)
+    monkeypatch.setattr(build, "REFERENCE_DIR", out)
+    monkeypatch.setattr(build, "SUITE", {"p": types.SimpleNamespace(data="d", reference="r")})
+    build.build(tmp_path / "pdb")
+    assert sorted(p.name for p in out.iterdir()) == ["d.npz", "r.npz"]  # no temporaries left
+    with np.load(out / "d.npz") as f:
+        assert f["N"].dtype == np.int64 and f["y"].tolist() == [0.5, 1.5]
+    with np.load(out / "r.npz") as f:
+        assert f["names"].tolist() == ["mu"] and f["draws"].dtype == np.float32
+        assert f["draws"].shape == (2, 3, 1) and f["draws"][1, :, 0].tolist() == [3.0, 4.0, 5.0]

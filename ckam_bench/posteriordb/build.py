@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ckam_bench import rundir
 from ckam_bench.posteriordb import DATA_DIR, REFERENCE_DIR, SUITE
 
 
@@ -28,6 +29,16 @@ def _read_zipped_json(path: Path):
     with zipfile.ZipFile(path) as archive:
         (member,) = archive.namelist()
         return json.loads(archive.read(member))
+
+
+def _save(path: Path, **arrays) -> None:
+    """Replace a shipped file atomically (temporary file, fsync, rename)."""
+
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+
+    rundir.atomic_write(path, write)
 
 
 def build(root: Path) -> None:
@@ -38,13 +49,13 @@ def build(root: Path) -> None:
         for key, value in raw.items():
             array = np.asarray(value)
             arrays[key] = array.astype(np.int64 if array.dtype.kind in "iub" else np.float64)
-        np.savez_compressed(DATA_DIR / f"{data_name}.npz", **arrays)
+        _save(DATA_DIR / f"{data_name}.npz", **arrays)
     for ref_name in sorted({p.reference for p in SUITE.values()}):
         chains = _read_zipped_json(base / "reference_posteriors" / "draws" / "draws" / f"{ref_name}.json.zip")
         names = list(chains[0])
         draws = np.array([[chain[name] for name in names] for chain in chains], dtype=np.float64)
-        np.savez_compressed(REFERENCE_DIR / f"{ref_name}.npz", names=np.array(names),
-                            draws=draws.transpose(0, 2, 1).astype(np.float32))
+        _save(REFERENCE_DIR / f"{ref_name}.npz", names=np.array(names),
+              draws=draws.transpose(0, 2, 1).astype(np.float32))
 
 
 if __name__ == "__main__":

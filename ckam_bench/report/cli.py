@@ -124,8 +124,15 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line naming it (no usage block)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: invalid argument: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="ckam-bench-figures",
         description="Figures, tables, a ranking and a self-contained HTML report from stored "
                     "ckam-bench runs.")
