@@ -68,6 +68,72 @@ def print_version() -> None:
     print(f"ckam-bench {ckam_bench.__version__}")
 
 
+# The other Hydra commands: what they do, how to call them, their exit codes, their page.
+COMMANDS = {
+    "ckam-bench-check": (
+        "check", "the stationarity check: chains started from exact draws of the target must "
+        "stay distributed as the target",
+        ["ckam-bench-check sampler=S target=T [check.KEY=VALUE ...] [KEY=VALUE ...]",
+         "ckam-bench-check -m sampler=A,B target=T ...       one check per combination"],
+        "0 checked (the verdict, pass or FAIL, is printed and written to check.json), "
+        "2 invalid configuration or refused folder, 1 failure while running",
+        "docs/validity.md", "hydra.run.dir / hydra.sweep.dir choose the folders; --hydra-help "
+        "shows Hydra's flags"),
+    "ckam-bench-reference": (
+        "reference", "a certified reference sample of a target (posteriordb's criteria: "
+        "split R-hat < 1.01, bulk and tail ESS >= 10 000)",
+        ["ckam-bench-reference target=T [sampler=S] [KEY=VALUE ...]",
+         "ckam-bench-reference -m target=T chain=0,1,2,3 ...  one chain per job, then",
+         "ckam-bench-reference target=T combine=true            certify the stored chains"],
+        "0 certified and stored (or one chain stored), 2 invalid configuration or refused "
+        "folder, 3 not certified (nothing stored)",
+        "docs/validity.md", "out= chooses the reference folder (default: the user cache); "
+        "--hydra-help shows Hydra's flags"),
+    "ckam-bench-sbc": (
+        "sbc", "simulation-based calibration of a sampler on a PyMC model",
+        ["ckam-bench-sbc sampler=S target=pymc target.model=FILE.py:NAME [sbc.KEY=VALUE ...]"],
+        "0 calibrated (pass), 1 not calibrated (FAIL) or a failure, 2 invalid configuration or "
+        "refused folder",
+        "docs/sbc.md", "sbc.dir chooses the folder (an existing one resumes); "
+        "hydra/launcher=joblib|slurm runs the simulations in parallel"),
+}
+
+
+def _own_keys(config_name: str) -> list[str]:
+    """The command's own keys with their defaults and comments: the lines of its root YAML
+    after the defaults list and before the ``hydra:`` block."""
+    from importlib import resources
+
+    text = resources.files("ckam_bench.conf").joinpath(f"{config_name}.yaml").read_text()
+    lines, keep = [], False
+    for line in text.splitlines():
+        if line.startswith("hydra:"):
+            break
+        if keep and line.strip():
+            lines.append(line)
+        if line.strip() == "- _self_":
+            keep = True
+    return lines
+
+
+def command_help(prog: str, argv: list[str]) -> bool:
+    """``--help`` / ``--version`` of ``ckam-bench-check``, ``-reference`` and ``-sbc``
+    (printed without starting Hydra); False for anything else."""
+    if argv[:1] == ["--version"]:
+        print(f"{prog} (ckam-bench {ckam_bench.__version__})")
+        return True
+    if argv[:1] not in (["--help"], ["-h"]):
+        return False
+    config, what, usage, codes, page, folders = COMMANDS[prog]
+    print(f"{prog} — {what}\n\nUsage")
+    print("\n".join(f"  {line}" for line in usage))
+    print(f"\nIts own keys (defaults, conf/{config}.yaml)")
+    print("\n".join(f"  {line}" for line in _own_keys(config)))
+    print("\nEvery group and key of ckam-bench applies too (ckam-bench --help, ckam-bench list);"
+          f"\n{folders}.\n\nExit codes: {codes}.\nDocumentation: {page}")
+    return True
+
+
 def _first_line(text: str | None) -> str:
     return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
 

@@ -707,6 +707,10 @@ def _run(cfg) -> int:
 
 def main() -> None:
     """Console entry point ``ckam-bench-reference``."""
+    from ckam_bench.discovery import command_help
+
+    if command_help("ckam-bench-reference", sys.argv[1:]):
+        return
     import hydra
 
     from ckam_bench.validate import one_line_hydra_errors

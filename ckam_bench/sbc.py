@@ -361,6 +361,10 @@ def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args) -> int:
 
 def main() -> None:
     """Console entry point ``ckam-bench-sbc``."""
+    from ckam_bench.discovery import command_help
+
+    if command_help("ckam-bench-sbc", sys.argv[1:]):
+        return
     sys.exit(run(sys.argv[1:]))
 
 

@@ -366,7 +366,6 @@ def _app_main(cfg) -> int:
         print(f"ckam-bench-check: already checked for this config, skipped: {out_dir}",
               file=sys.stderr)
         return 0
-    sampler_cfg = cfg.sampler
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
             "experiment": experiment or "default", "kernel": choices.get("kernel"),
@@ -399,6 +398,10 @@ def _app_main(cfg) -> int:
 
 def main() -> None:
     """Console entry ``ckam-bench-check``: a Hydra app on ``conf/check.yaml``."""
+    from ckam_bench.discovery import command_help
+
+    if command_help("ckam-bench-check", sys.argv[1:]):
+        return
     import hydra
 
     import ckam_bench  # noqa: F401  (registers the config resolvers)

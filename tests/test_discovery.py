@@ -129,3 +129,23 @@ def test_list_falls_back_to_hydra_for_other_defaults(tmp_path):
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  my_rw "))
     assert "My random walk" in line and "[gradient-free, adaptation: none]" in line
+
+
+def test_every_other_hydra_command_has_its_own_help_and_version(tmp_path):
+    """ckam-bench-check, -reference and -sbc: what they do, their own keys with defaults,
+    exit codes and page; --version; nothing written (ckam-bench-sbc's was a parse error)."""
+    for module, prog, keys in (("ckam_bench.stationarity", "ckam-bench-check", ("n_chains:", "alpha:")),
+                               ("ckam_bench.reference", "ckam-bench-reference", ("rhat_max:", "combine:")),
+                               ("ckam_bench.sbc", "ckam-bench-sbc", ("simulations:", "bins:"))):
+        for flag in ("--help", "-h"):
+            proc = subprocess.run([sys.executable, "-c", f"from {module} import main; main()", flag],
+                                  cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+            assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+            assert proc.stdout.startswith(f"{prog} — ") and "Exit codes:" in proc.stdout
+            assert all(k in proc.stdout for k in keys) and "hydra:" not in proc.stdout
+        proc = subprocess.run([sys.executable, "-c", f"from {module} import main; main()", "--version"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 0 and ckam_bench.__version__ in proc.stdout
+    assert list(tmp_path.iterdir()) == []
