@@ -507,11 +507,65 @@ class GlobalAdaptiveMetropolis(_AdaptiveCovariance):
 
 
 # ---------------------------------------------------------------------------- aRWM (Roberts & Rosenthal 2009)
+@jit.jitable
+def _arwm_propose(x, mean, m2, count, row, delta, fixed_sd, ridge, cov, chol, y):
+    """aRWM's proposal from ``x`` into ``y``, from one row of the block's normals (d steps, the
+    accept normal, the mixture normal): the fixed component x + fixed_sd·step while count ≤ 2d,
+    with probability δ, or when 2.38² Σ/d + ridge·I (Σ = m2/(count − 1), lower triangle into
+    ``cov``) has no Cholesky factor; else x + L·step (L into ``chol``). True for the fixed one."""
+    d = x.shape[0]
+    scale = 2.38 * 2.38 / d
+    use_fixed = count <= 2 * d or 0.5 * math.erfc(-row[d + 1] / math.sqrt(2.0)) < delta
+    if not use_fixed:
+        for a in range(d):
+            for b in range(a + 1):
+                cov[a, b] = scale * m2[a, b] / (count - 1.0)
+        use_fixed = not jit.cholesky_into(cov, scale * ridge, 0.0, chol)
+    if use_fixed:
+        for a in range(d):
+            y[a] = x[a] + fixed_sd * row[a]
+    else:
+        for a in range(d):
+            s = 0.0
+            for b in range(a + 1):
+                s += chol[a, b] * row[b]
+            y[a] = x[a] + s
+    return use_fixed
+
+
+@jit.jitable
+def _arwm_move(x, logp, y, logp_y, z, mean, m2, count):
+    """The accept step of ``y`` (log π(y) = ``logp_y``, u = Φ(z)) on ``x`` in place, then
+    Welford's update of ``mean`` and ``m2`` with the new state, the count-th summed (``y`` is
+    its scratch). Returns (log π of the new state, log ratio (−inf if log π(y) is not finite),
+    accepted)."""
+    d = x.shape[0]
+    accepted = False
+    if math.isfinite(logp_y):
+        r = logp_y - logp
+        log_u = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else -math.inf
+        if log_u < r:
+            accepted = True
+            for a in range(d):
+                x[a] = y[a]
+            logp = logp_y
+    else:
+        r = -math.inf
+    for a in range(d):
+        y[a] = x[a] - mean[a]
+        mean[a] += y[a] / count
+    for a in range(d):
+        for b in range(d):
+            m2[a, b] += y[a] * (x[b] - mean[b])
+    return logp, r, accepted
+
+
 def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, ridge):
     r"""n iterations of :class:`AdaptiveRWMixture` in place on ``mean`` (d,) and ``m2`` (d, d)
     (Welford sums of the states so far, ``count`` of them). Row i of ``normals``: d steps, the
-    accept uniform, the mixture uniform. Returns (x, logp, count, samples, log_ratio, accepted,
-    logps, n_nonfinite, n_fixed)."""
+    accept normal, the mixture normal. Returns (x, logp, count, samples, log_ratio, accepted,
+    logps, n_nonfinite, n_fixed). Compiled only (:data:`_arwm_kernel`); the Python loop is
+    :func:`_arwm_python_loop`, the same helpers in the same order."""
     n = normals.shape[0]
     d = x.shape[0]
     samples = np.empty((n, d))
@@ -524,47 +578,14 @@ def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, 
     chol = np.empty((d, d))
     n_nonfinite = 0
     n_fixed = 0
-    scale = 2.38 * 2.38 / d
     for i in range(n):
-        row = normals[i]
-        use_fixed = count <= 2 * d or 0.5 * math.erfc(-row[d + 1] / math.sqrt(2.0)) < delta
-        if not use_fixed:
-            for a in range(d):
-                for b in range(a + 1):
-                    cov[a, b] = scale * m2[a, b] / (count - 1.0)
-            use_fixed = not jit.cholesky_into(cov, scale * ridge, 0.0, chol)
-        if use_fixed:
+        if _arwm_propose(x, mean, m2, count, normals[i], delta, fixed_sd, ridge, cov, chol, y):
             n_fixed += 1
-            for a in range(d):
-                y[a] = x[a] + fixed_sd * row[a]
-        else:
-            for a in range(d):
-                s = 0.0
-                for b in range(a + 1):
-                    s += chol[a, b] * row[b]
-                y[a] = x[a] + s
         logp_y = log_density(y)
-        if math.isfinite(logp_y):
-            r = logp_y - logp
-            z = row[d]
-            log_u = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else -math.inf
-            if log_u < r:
-                accepted[i] = True
-                for a in range(d):
-                    x[a] = y[a]
-                logp = logp_y
-        else:
-            r = -math.inf
+        if not math.isfinite(logp_y):
             n_nonfinite += 1
-        log_ratio[i] = r
-        # Welford update with the new state
         count += 1.0
-        for a in range(d):
-            y[a] = x[a] - mean[a]
-            mean[a] += y[a] / count
-        for a in range(d):
-            for b in range(d):
-                m2[a, b] += y[a] * (x[b] - mean[b])
+        logp, log_ratio[i], accepted[i] = _arwm_move(x, logp, y, logp_y, normals[i, d], mean, m2, count)
         logps[i] = logp
         for a in range(d):
             samples[i, a] = x[a]
@@ -572,6 +593,46 @@ def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, 
 
 
 _arwm_kernel = jit.kernel(jit.A1, jit.F8, jit.A1, jit.A2, jit.F8, jit.A2, jit.F8, jit.F8, jit.F8)(_arwm_loop)
+
+
+@jit.helper
+def _arwm_step(i, logp_y, x, y, mean, m2, cov, chol, normals, tally, samples, log_ratio, accepted, logps, delta,
+               fixed_sd, ridge):
+    """What :func:`_arwm_python_loop` does around one density call log π(y) = ``logp_y``:
+    iteration i − 1's accept step and update, recorded in row i − 1 of the outputs (i ≥ 1),
+    then iteration i's proposal into ``y`` (i < n) — one compiled call. ``tally`` holds
+    (log π(x), count, non-finite proposals, fixed-component proposals)."""
+    n, d = normals.shape[0], x.shape[0]
+    if i > 0:
+        if not math.isfinite(logp_y):
+            tally[2] += 1.0
+        tally[1] += 1.0
+        tally[0], log_ratio[i - 1], accepted[i - 1] = _arwm_move(x, tally[0], y, logp_y, normals[i - 1, d], mean, m2,
+                                                                 tally[1])
+        logps[i - 1] = tally[0]
+        for a in range(d):
+            samples[i - 1, a] = x[a]
+    if i < n and _arwm_propose(x, mean, m2, tally[1], normals[i], delta, fixed_sd, ridge, cov, chol, y):
+        tally[3] += 1.0
+
+
+def _arwm_python_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, ridge, step):
+    """:func:`_arwm_loop` for a target without a compiled density (its numpy log density is
+    called once per iteration): everything else is ``step``, :func:`_arwm_step` — compiled
+    (one call per iteration) when numba is there and switched on, else its Python function.
+    The same chain as the kernel's, to the bit."""
+    n, d = normals.shape[0], x.shape[0]
+    samples, log_ratio = np.empty((n, d)), np.empty(n)
+    accepted, logps = np.zeros(n, dtype=np.bool_), np.empty(n)
+    tally = np.array([logp, count, 0.0, 0.0])
+    work = (x.copy(), np.empty(d), mean, m2, np.empty((d, d)), np.empty((d, d)), normals, tally, samples, log_ratio,
+            accepted, logps, delta, fixed_sd, ridge)
+    y = work[1]
+    step(0, 0.0, *work)
+    for i in range(1, n + 1):
+        step(i, float(log_density(y)), *work)
+    logp, count, n_nonfinite, n_fixed = tally.tolist()
+    return work[0], logp, count, samples, log_ratio, accepted, logps, int(n_nonfinite), int(n_fixed)
 
 
 @dataclass(kw_only=True)
@@ -631,16 +692,19 @@ class AdaptiveRWMixture(Sampler):
 
     def warm_up(self, target: Target) -> None:
         density = jit.compiled_log_density(target)
+        d = target.dim
+        x = np.array(target.start, dtype=float)
+        args = (x, 0.0, x.copy(), np.zeros((d, d)), 1.0, np.zeros((1, d + 2)), self.delta, self.fixed_scale, self.ridge)
         if density is not None:
-            d = target.dim
-            x = np.array(target.start, dtype=float)
-            _arwm_kernel(density, x, 0.0, x.copy(), np.zeros((d, d)), 1.0, np.zeros((1, d + 2)), self.delta,
-                         self.fixed_scale, self.ridge)
+            _arwm_kernel(density, *args)
+        elif jit.enabled():  # the Python loop's compiled step, on a constant density
+            _arwm_python_loop(lambda y: 0.0, *args, _arwm_step)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> ARWMState:
         self.target = target
         self.rng = rng
         self._density = jit.compiled_log_density(target)
+        self._step = _arwm_step if jit.enabled() else getattr(_arwm_step, "py_func", _arwm_step)
         x, logp = check_start(target, x0)
         d = target.dim
         return ARWMState(x=x, logp=logp, t=0, mean=x.copy(), m2=np.zeros((d, d)), count=1.0)
@@ -656,7 +720,7 @@ class AdaptiveRWMixture(Sampler):
         args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, m2, float(state.count), normals,
                 self.delta, fixed_sd, self.ridge)
         if self._density is None:
-            out = _arwm_loop(self.target._log_density, *args)
+            out = _arwm_python_loop(self.target._log_density, *args, self._step)
         else:
             out = _arwm_kernel(self._density, *args)
         x, logp, count, samples, log_ratio, accepted, logps, n_nonfinite, n_fixed = out
