@@ -66,13 +66,15 @@ are evaluated before its loop, so the chain does not depend on how the iteration
 into blocks.
 
 Compiled loop: with numba and a target that has a compiled density (:mod:`ckam_bench.jit`),
-``_adaptive_kernel`` runs the block, a line-by-line mirror of the Python loop
-``_adaptive_loop`` (LAPACK's ``dpotrf``, called directly to skip numpy's per-call overhead, in
-Python; ``ckam_bench.jit.cholesky_into`` compiled), on the same pre-drawn numbers.
-``CKAM_BENCH_JIT=0`` forces the Python loop. For a target without a compiled density (a
-user's plain numpy target) the Python loop runs, and with numba it does each iteration's
-adaptation, factorisation and next proposal in one compiled call
-(:func:`adapt_and_propose`): the loop then costs ~1.6× the density alone instead of ~3.3×.
+``_adaptive_kernel`` runs the block, on the same pre-drawn numbers as the Python loop
+``_adaptive_loop``. For a target without a compiled density (a user's plain numpy target) the
+Python loop runs: it calls the density once per iteration and does everything else — the
+accept step, the adaptation, the factor, the next proposal — in one call of a step: with numba
+:func:`_adaptive_step`, compiled in ``warm_up`` from the kernel's own helpers (the kernel's
+chain to the bit, tested; the loop costs ~1.6× the density alone at d = 10 for a ~2 µs
+density), else :func:`adaptive_step` in numpy and LAPACK's ``dpotrf`` (called directly to skip
+numpy's per-call overhead; the same chain to rounding). ``CKAM_BENCH_JIT=0`` forces the
+latter. aRWM's Python loop is built the same way (:func:`_arwm_step`).
 """
 
 from __future__ import annotations
@@ -200,104 +202,155 @@ def _nonnegative_ridge(ridge) -> float:
     return ridge
 
 
-def adapt_and_propose(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, rao_blackwellised, scale, eps, i):
-    """One iteration's adaptation in place — RBAM's update from θ_t = ``x_before`` and Y = ``y``
-    or AM's from θ_{t+1} = ``x_after``, then the factor of Σ + ridge·I into ``chol`` — and the
-    next proposal θ_{t+1} + scale·L ε with ε = ``eps[i]`` (row i of the block's normals; the last
-    row again after the last iteration). Returns (0, or 1 when a jitter was needed; proposal)."""
-    eps_next = eps[min(i, eps.shape[0] - 1)]
-    if rao_blackwellised:  # uses θ_t, before the move
-        rao_blackwell_update(mean, cov, y, x_before, alpha, eta)
-    else:  # uses θ_{t+1}, after the move
-        am_update(mean, cov, x_after, eta)
-    factor, jittered = cholesky_with_jitter(cov, ridge)
-    chol[:] = factor
-    return int(jittered), x_after + scale * (chol @ eps_next)
+@jit.jitable
+def _propose_into(x, chol, scale, z, y):
+    """The proposal y = x + scale·L z into ``y`` (L = ``chol``, lower triangular)."""
+    d = x.shape[0]
+    for j in range(d):
+        step = 0.0
+        for k in range(j + 1):
+            step += chol[j, k] * z[k]
+        y[j] = x[j] + scale * step
 
 
-@jit.helper
-def _adapt_and_propose_compiled(mean, cov, chol, x_before, y, x_after, alpha, eta, ridge, rao_blackwellised, scale,
-                                eps, i):
-    """:func:`adapt_and_propose` compiled (the arithmetic of ``_adaptive_kernel``) for the
-    Python loop of a target without a compiled density: one call per iteration instead of a
-    dozen numpy calls. Status 2: no jitter makes Σ positive definite."""
-    d = mean.shape[0]
-    eps_next = eps[min(i, eps.shape[0] - 1)]
-    if rao_blackwellised:
-        dx, dy = x_before - mean, y - mean
+@jit.jitable
+def _accept_and_adapt(x, logp, y, logp_y, log_u, mean, cov, chol, dx, dy, eta, ridge, rao_blackwellised, log_scale,
+                      adapt_scale, target_accept):
+    """One iteration after its density call log π(y) = ``logp_y``: the accept step (x ← y in
+    place when accepted), RBAM's update from θ_t and Y or AM's from θ_{t+1} (``dx``, ``dy``
+    scratch), GAM's log λ update when ``adapt_scale``, the factor of Σ + ridge·I into ``chol``.
+    Returns (log π(x), accepted, α, log λ, status: 0, 1 = jittered, 2 = no jitter helps)."""
+    d = x.shape[0]
+    if math.isfinite(logp_y):
+        r = logp_y - logp
+        alpha = 1.0 if r >= 0.0 else math.exp(r)
+        accept = log_u < r
+    else:
+        alpha, accept = 0.0, False
+    if rao_blackwellised:  # rao_blackwell_update, from θ_t before the move
+        for j in range(d):
+            dy[j] = y[j] - mean[j]
+            dx[j] = x[j] - mean[j]
         for j in range(d):
             mean[j] += eta * (alpha * dy[j] + (1.0 - alpha) * dx[j])
             for k in range(d):
                 cov[j, k] += eta * (alpha * (dy[j] * dy[k]) + (1.0 - alpha) * (dx[j] * dx[k]) - cov[j, k])
-    else:
-        dx = x_after - mean
+    if accept:
+        for j in range(d):
+            x[j] = y[j]
+        logp = logp_y
+    if not rao_blackwellised:  # am_update, from θ_{t+1}
+        for j in range(d):
+            dx[j] = x[j] - mean[j]
         for j in range(d):
             mean[j] += eta * dx[j]
             for k in range(d):
                 cov[j, k] += eta * (dx[j] * dx[k] - cov[j, k])
-    status = _cholesky_with_jitter_into(cov, ridge, chol)
-    y_next = np.empty(d)
-    for j in range(d):
-        step = 0.0
-        for k in range(j + 1):
-            step += chol[j, k] * eps_next[k]
-        y_next[j] = x_after[j] + scale * step
-    return status, y_next
+    if adapt_scale:
+        log_scale += eta * (alpha - target_accept)
+    return logp, accept, alpha, log_scale, _cholesky_with_jitter_into(cov, ridge, chol)
 
 
-def _adaptive_loop(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u, etas, ridge,
-                   rao_blackwellised, adapt_scale, target_accept):
-    """n iterations of AM (``rao_blackwellised`` False) or RBAM, with GAM's scale adaptation
-    when ``adapt_scale``; η_t = etas[i]. Updates ``mean`` and ``cov`` in place and returns
-    (x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite, n_jitter).
-    The adaptation and the next proposal are :func:`adapt_and_propose`, compiled when numba
-    is there and switched on (a target without a compiled density: the density stays Python).
-    """
-    n, d = eps.shape
-    samples, accepted = np.empty((n, d)), np.zeros(n, dtype=bool)
-    accept_prob, step_size = np.empty(n), np.empty(n)
-    isfinite, exp = math.isfinite, math.exp
-    log_u, etas = log_u.tolist(), etas.tolist()
-    compiled = jit.AVAILABLE and jit.enabled()
-    step = _adapt_and_propose_compiled if compiled else adapt_and_propose
-    chol = np.array(chol, dtype=float)
-    scale = exp(0.5 * log_scale)
-    y = x + scale * (chol @ eps[0])
-    n_nonfinite = n_jitter = 0
-    for i in range(n):
-        logp_y = log_density(y)
-        if isfinite(logp_y):
+def adaptive_step(i, logp_y, work, mean, cov, chol, draws, record, ridge, rao_blackwellised, adapt_scale,
+                  target_accept):
+    """What :func:`_adaptive_loop` does around one density call log π(y) = ``logp_y``, in numpy
+    and LAPACK: iteration i − 1's accept step and adaptation, recorded in row i − 1 of
+    ``record`` (i ≥ 1), then iteration i's proposal y (i < n). ``work`` holds x, y, scratch
+    (2d) and the tally (log π(x), log λ, √λ, non-finite proposals, jittered factors); row t of
+    ``draws`` is iteration t's (ε, log u, η), of ``record`` its (state, accepted, α, step size).
+    Returns 0 (a covariance no jitter makes positive definite raises). :func:`_adaptive_step`
+    is the compiled version."""
+    d = mean.shape[0]
+    x, y, tally = work[:d], work[d:2 * d], work[4 * d:]
+    if i > 0:
+        k = i - 1
+        logp, log_scale, scale = tally[0], tally[1], tally[2]
+        log_u, eta = draws[k, d], draws[k, d + 1]
+        if math.isfinite(logp_y):
             r = logp_y - logp
-            alpha = 1.0 if r >= 0.0 else exp(r)
-            accept = log_u[i] < r
+            alpha = 1.0 if r >= 0.0 else math.exp(r)
+            accept = log_u < r
         else:
             alpha, accept = 0.0, False
-            n_nonfinite += 1
-        accepted[i] = accept
-        accept_prob[i] = alpha
-        step_size[i] = scale
-
-        eta = etas[i]
-        x_before = x
+            tally[3] += 1.0
+        if rao_blackwellised:  # uses θ_t, before the move
+            rao_blackwell_update(mean, cov, y, x, alpha, eta)
         if accept:
-            x, logp = y, logp_y
+            x[:] = y
+            tally[0] = logp_y
+        if not rao_blackwellised:  # uses θ_{t+1}, after the move
+            am_update(mean, cov, x, eta)
         if adapt_scale:
-            log_scale += eta * (alpha - target_accept)
-            scale = exp(0.5 * log_scale)
-        jittered, y = step(mean, cov, chol, x_before, y, x, alpha, eta, ridge, rao_blackwellised, scale, eps, i + 1)
-        if jittered == 2:
+            tally[1] = log_scale = log_scale + eta * (alpha - target_accept)
+            tally[2] = math.exp(0.5 * log_scale)
+        factor, jittered = cholesky_with_jitter(cov, ridge)
+        chol[:] = factor
+        tally[4] += jittered
+        record[k, :d] = x
+        record[k, d:] = accept, alpha, scale
+    if i < draws.shape[0]:
+        y[:] = x + tally[2] * (chol @ draws[i, :d])
+    return 0
+
+
+@jit.helper
+def _adaptive_step(i, logp_y, work, mean, cov, chol, draws, record, ridge, rao_blackwellised, adapt_scale,
+                   target_accept):
+    """:func:`adaptive_step` compiled, with the kernel's helpers (one call per iteration instead
+    of a dozen numpy calls); returns 2 when no jitter makes Σ positive definite."""
+    d = mean.shape[0]
+    x, y, dx, dy, tally = work[:d], work[d:2 * d], work[2 * d:3 * d], work[3 * d:4 * d], work[4 * d:]
+    if i > 0:
+        k = i - 1
+        if not math.isfinite(logp_y):
+            tally[3] += 1.0
+        record[k, d + 2] = tally[2]
+        tally[0], accept, record[k, d + 1], tally[1], status = _accept_and_adapt(
+            x, tally[0], y, logp_y, draws[k, d], mean, cov, chol, dx, dy, draws[k, d + 1], ridge, rao_blackwellised,
+            tally[1], adapt_scale, target_accept)
+        record[k, d] = accept
+        if adapt_scale:
+            tally[2] = math.exp(0.5 * tally[1])
+        if status == 2:
+            return 2
+        tally[4] += status
+        for j in range(d):
+            record[k, j] = x[j]
+    if i < draws.shape[0]:
+        _propose_into(x, chol, tally[2], draws[i, :d], y)
+    return 0
+
+
+def _adaptive_loop(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u, etas, ridge, rao_blackwellised,
+                   adapt_scale, target_accept, step):
+    """n iterations of AM (``rao_blackwellised`` False) or RBAM, with GAM's scale adaptation
+    when ``adapt_scale``; η_t = etas[i]. The target's log density is called once per
+    iteration and everything else is ``step``: :func:`_adaptive_step` (one compiled call per
+    iteration) when numba is there and switched on, else :func:`adaptive_step`. Updates
+    ``mean``, ``cov`` and ``chol`` in place and returns (x, logp, chol, log_scale, samples,
+    accepted, accept_prob, step_size, n_nonfinite, n_jitter). The step's arrays travel as
+    three (``work``, ``draws``, ``record``): a compiled call costs ~60 ns per array argument."""
+    n, d = eps.shape
+    work = np.empty(4 * d + 5)
+    work[:d], work[4 * d:] = x, (logp, log_scale, math.exp(0.5 * log_scale), 0.0, 0.0)
+    draws, record = np.column_stack((eps, log_u, etas)), np.empty((n, d + 3))
+    options = (mean, cov, chol, draws, record, ridge, rao_blackwellised, adapt_scale, target_accept)
+    y = work[d:2 * d]
+    step(0, 0.0, work, *options)
+    for i in range(1, n + 1):
+        if step(i, float(log_density(y)), work, *options) == 2:
             raise _factor_error(cov)
-        n_jitter += jittered
-        samples[i] = x
-    return x, logp, chol, log_scale, samples, accepted, accept_prob, step_size, n_nonfinite, n_jitter
+    logp, log_scale, _, n_nonfinite, n_jitter = work[4 * d:].tolist()
+    return (work[:d].copy(), logp, chol, log_scale, np.ascontiguousarray(record[:, :d]), record[:, d] == 1.0,
+            record[:, d + 1].copy(), record[:, d + 2].copy(), int(n_nonfinite), int(n_jitter))
 
 
 @jit.kernel(jit.A1, jit.F8, jit.A1, jit.A2, jit.A2, jit.F8, jit.A2, jit.A1, jit.A1, jit.F8, jit.B1, jit.B1, jit.F8)
 def _adaptive_kernel(log_density, x, logp, mean, cov, chol, log_scale, eps, log_u, etas, ridge,
                      rao_blackwellised, adapt_scale, target_accept):
-    """``_adaptive_loop`` compiled; returns its tuple plus the iteration at which a covariance
-    could not be factored (the block stops there and the caller raises :func:`_factor_error`),
-    −1 if none."""
+    """``_adaptive_loop`` compiled (the helpers of :func:`_adaptive_step` in the same order);
+    returns its tuple plus the iteration at which a covariance could not be factored (the
+    block stops there and the caller raises :func:`_factor_error`), −1 if none."""
     n, d = eps.shape
     samples, accepted = np.empty((n, d)), np.zeros(n, dtype=np.bool_)
     accept_prob, step_size = np.empty(n), np.empty(n)
@@ -307,46 +360,16 @@ def _adaptive_kernel(log_density, x, logp, mean, cov, chol, log_scale, eps, log_
     n_nonfinite = n_jitter = 0
     failed_at = -1
     for i in range(n):
-        for j in range(d):
-            step = 0.0
-            for k in range(j + 1):
-                step += chol[j, k] * eps[i, k]
-            y[j] = x[j] + scale * step
+        _propose_into(x, chol, scale, eps[i], y)
         logp_y = log_density(y)
-        if math.isfinite(logp_y):
-            r = logp_y - logp
-            alpha = 1.0 if r >= 0.0 else math.exp(r)
-            accept = log_u[i] < r
-        else:
-            alpha, accept = 0.0, False
+        if not math.isfinite(logp_y):
             n_nonfinite += 1
-        accepted[i] = accept
-        accept_prob[i] = alpha
         step_size[i] = scale
-
-        eta = etas[i]
-        if rao_blackwellised:  # rao_blackwell_update
-            for j in range(d):
-                dy[j] = y[j] - mean[j]
-                dx[j] = x[j] - mean[j]
-            for j in range(d):
-                mean[j] += eta * (alpha * dy[j] + (1.0 - alpha) * dx[j])
-                for k in range(d):
-                    cov[j, k] += eta * (alpha * (dy[j] * dy[k]) + (1.0 - alpha) * (dx[j] * dx[k]) - cov[j, k])
-        if accept:
-            x, y = y, x
-            logp = logp_y
-        if not rao_blackwellised:  # am_update
-            for j in range(d):
-                dx[j] = x[j] - mean[j]
-            for j in range(d):
-                mean[j] += eta * dx[j]
-                for k in range(d):
-                    cov[j, k] += eta * (dx[j] * dx[k] - cov[j, k])
+        logp, accepted[i], accept_prob[i], log_scale, status = _accept_and_adapt(
+            x, logp, y, logp_y, log_u[i], mean, cov, chol, dx, dy, etas[i], ridge, rao_blackwellised, log_scale,
+            adapt_scale, target_accept)
         if adapt_scale:
-            log_scale += eta * (alpha - target_accept)
             scale = math.exp(0.5 * log_scale)
-        status = _cholesky_with_jitter_into(cov, ridge, chol)
         if status == 2:
             failed_at = i
             break
@@ -385,14 +408,16 @@ class _AdaptiveCovariance(Sampler):
         if density is not None:
             _adaptive_kernel(density, x, 0.0, x.copy(), eye, eye.copy(), 0.0, np.zeros((1, d)),
                              np.zeros(1), np.zeros(1), self.ridge, False, False, 0.0)
-        elif jit.AVAILABLE and jit.enabled():  # the Python loop's compiled step (η = 0: no change)
-            _adapt_and_propose_compiled(x.copy(), eye.copy(), eye.copy(), x, x, x, 0.0, 0.0, self.ridge,
-                                        self._rao_blackwellised, 1.0, np.zeros((2, d + 1))[:, :d], 1)
+        elif jit.enabled():  # the Python loop's compiled step (η = 0: no change), on a constant density
+            _adaptive_loop(lambda y: 0.0, x, 0.0, x.copy(), eye, eye.copy(), 0.0, np.zeros((1, d)), np.zeros(1),
+                           np.zeros(1), self.ridge, self._rao_blackwellised, self._target_accept is not None, 0.0,
+                           _adaptive_step)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> AdaptiveState:
         self.target = target
         self.rng = rng
         self._density = jit.compiled_log_density(target)
+        self._step = _adaptive_step if jit.enabled() else adaptive_step
         x, logp = check_start(target, x0)
         cov = np.eye(target.dim)
         chol, _ = cholesky_with_jitter(cov, self.ridge)
@@ -411,20 +436,20 @@ class _AdaptiveCovariance(Sampler):
 
     def advance(self, state: AdaptiveState, n: int):
         eps, log_u = predraw(self.rng, n, self.target.dim)
+        eps, chol = np.ascontiguousarray(eps), np.array(state.chol, dtype=float)
+        if self._density is not None or self._step is _adaptive_step:  # compiled code: C-ordered arrays
+            chol = np.ascontiguousarray(chol)  # (numpy's L ε rounds by memory order: its step keeps LAPACK's)
         etas = self._learning_rates(state.t, n)
         adapt_scale = self._target_accept is not None
         target_accept = self._target_accept if adapt_scale else 0.0
         mean, cov = np.array(state.mean, dtype=float), np.array(state.cov, dtype=float)
-        args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, cov)
-        options = (self.ridge, self._rao_blackwellised, adapt_scale, target_accept)
+        args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, cov,
+                chol, float(state.log_scale), eps, log_u, etas, self.ridge,
+                self._rao_blackwellised, adapt_scale, target_accept)
         if self._density is None:
-            out = _adaptive_loop(self.target.log_density, *args, state.chol, state.log_scale, eps, log_u,
-                                 etas, *options)
+            out = _adaptive_loop(self.target.log_density, *args, self._step)
         else:
-            *out, failed_at = _adaptive_kernel(
-                self._density, *args, np.ascontiguousarray(state.chol, dtype=float), float(state.log_scale),
-                np.ascontiguousarray(eps), log_u, etas, *options
-            )
+            *out, failed_at = _adaptive_kernel(self._density, *args)
             self.target.n_density += n if failed_at < 0 else failed_at + 1
             if failed_at >= 0:
                 raise _factor_error(cov)
@@ -507,11 +532,65 @@ class GlobalAdaptiveMetropolis(_AdaptiveCovariance):
 
 
 # ---------------------------------------------------------------------------- aRWM (Roberts & Rosenthal 2009)
+@jit.jitable
+def _arwm_propose(x, mean, m2, count, row, delta, fixed_sd, ridge, cov, chol, y):
+    """aRWM's proposal from ``x`` into ``y``, from one row of the block's normals (d steps, the
+    accept normal, the mixture normal): the fixed component x + fixed_sd·step while count ≤ 2d,
+    with probability δ, or when 2.38² Σ/d + ridge·I (Σ = m2/(count − 1), lower triangle into
+    ``cov``) has no Cholesky factor; else x + L·step (L into ``chol``). True for the fixed one."""
+    d = x.shape[0]
+    scale = 2.38 * 2.38 / d
+    use_fixed = count <= 2 * d or 0.5 * math.erfc(-row[d + 1] / math.sqrt(2.0)) < delta
+    if not use_fixed:
+        for a in range(d):
+            for b in range(a + 1):
+                cov[a, b] = scale * m2[a, b] / (count - 1.0)
+        use_fixed = not jit.cholesky_into(cov, scale * ridge, 0.0, chol)
+    if use_fixed:
+        for a in range(d):
+            y[a] = x[a] + fixed_sd * row[a]
+    else:
+        for a in range(d):
+            s = 0.0
+            for b in range(a + 1):
+                s += chol[a, b] * row[b]
+            y[a] = x[a] + s
+    return use_fixed
+
+
+@jit.jitable
+def _arwm_move(x, logp, y, logp_y, z, mean, m2, count):
+    """The accept step of ``y`` (log π(y) = ``logp_y``, u = Φ(z)) on ``x`` in place, then
+    Welford's update of ``mean`` and ``m2`` with the new state, the count-th summed (``y`` is
+    its scratch). Returns (log π of the new state, log ratio (−inf if log π(y) is not finite),
+    accepted)."""
+    d = x.shape[0]
+    accepted = False
+    if math.isfinite(logp_y):
+        r = logp_y - logp
+        log_u = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else -math.inf
+        if log_u < r:
+            accepted = True
+            for a in range(d):
+                x[a] = y[a]
+            logp = logp_y
+    else:
+        r = -math.inf
+    for a in range(d):
+        y[a] = x[a] - mean[a]
+        mean[a] += y[a] / count
+    for a in range(d):
+        for b in range(d):
+            m2[a, b] += y[a] * (x[b] - mean[b])
+    return logp, r, accepted
+
+
 def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, ridge):
     r"""n iterations of :class:`AdaptiveRWMixture` in place on ``mean`` (d,) and ``m2`` (d, d)
     (Welford sums of the states so far, ``count`` of them). Row i of ``normals``: d steps, the
-    accept uniform, the mixture uniform. Returns (x, logp, count, samples, log_ratio, accepted,
-    logps, n_nonfinite, n_fixed)."""
+    accept normal, the mixture normal. Returns (x, logp, count, samples, log_ratio, accepted,
+    logps, n_nonfinite, n_fixed). Compiled only (:data:`_arwm_kernel`); the Python loop is
+    :func:`_arwm_python_loop`, the same helpers in the same order."""
     n = normals.shape[0]
     d = x.shape[0]
     samples = np.empty((n, d))
@@ -524,47 +603,14 @@ def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, 
     chol = np.empty((d, d))
     n_nonfinite = 0
     n_fixed = 0
-    scale = 2.38 * 2.38 / d
     for i in range(n):
-        row = normals[i]
-        use_fixed = count <= 2 * d or 0.5 * math.erfc(-row[d + 1] / math.sqrt(2.0)) < delta
-        if not use_fixed:
-            for a in range(d):
-                for b in range(a + 1):
-                    cov[a, b] = scale * m2[a, b] / (count - 1.0)
-            use_fixed = not jit.cholesky_into(cov, scale * ridge, 0.0, chol)
-        if use_fixed:
+        if _arwm_propose(x, mean, m2, count, normals[i], delta, fixed_sd, ridge, cov, chol, y):
             n_fixed += 1
-            for a in range(d):
-                y[a] = x[a] + fixed_sd * row[a]
-        else:
-            for a in range(d):
-                s = 0.0
-                for b in range(a + 1):
-                    s += chol[a, b] * row[b]
-                y[a] = x[a] + s
         logp_y = log_density(y)
-        if math.isfinite(logp_y):
-            r = logp_y - logp
-            z = row[d]
-            log_u = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else -math.inf
-            if log_u < r:
-                accepted[i] = True
-                for a in range(d):
-                    x[a] = y[a]
-                logp = logp_y
-        else:
-            r = -math.inf
+        if not math.isfinite(logp_y):
             n_nonfinite += 1
-        log_ratio[i] = r
-        # Welford update with the new state
         count += 1.0
-        for a in range(d):
-            y[a] = x[a] - mean[a]
-            mean[a] += y[a] / count
-        for a in range(d):
-            for b in range(d):
-                m2[a, b] += y[a] * (x[b] - mean[b])
+        logp, log_ratio[i], accepted[i] = _arwm_move(x, logp, y, logp_y, normals[i, d], mean, m2, count)
         logps[i] = logp
         for a in range(d):
             samples[i, a] = x[a]
@@ -572,6 +618,47 @@ def _arwm_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, 
 
 
 _arwm_kernel = jit.kernel(jit.A1, jit.F8, jit.A1, jit.A2, jit.F8, jit.A2, jit.F8, jit.F8, jit.F8)(_arwm_loop)
+
+
+@jit.helper
+def _arwm_step(i, logp_y, work, mean, m2, cov, chol, normals, record, delta, fixed_sd, ridge):
+    """What :func:`_arwm_python_loop` does around one density call log π(y) = ``logp_y``:
+    iteration i − 1's accept step and update, recorded in row i − 1 of ``record`` (state, log
+    ratio, accepted, log π) when i ≥ 1, then iteration i's proposal y (i < n) — one compiled
+    call. ``work`` holds x, y and the tally (log π(x), count, non-finite proposals,
+    fixed-component proposals)."""
+    n, d = normals.shape[0], mean.shape[0]
+    x, y, tally = work[:d], work[d:2 * d], work[2 * d:]
+    if i > 0:
+        k = i - 1
+        if not math.isfinite(logp_y):
+            tally[2] += 1.0
+        tally[1] += 1.0
+        tally[0], record[k, d], accepted = _arwm_move(x, tally[0], y, logp_y, normals[k, d], mean, m2, tally[1])
+        record[k, d + 1], record[k, d + 2] = accepted, tally[0]
+        for a in range(d):
+            record[k, a] = x[a]
+    if i < n and _arwm_propose(x, mean, m2, tally[1], normals[i], delta, fixed_sd, ridge, cov, chol, y):
+        tally[3] += 1.0
+
+
+def _arwm_python_loop(log_density, x, logp, mean, m2, count, normals, delta, fixed_sd, ridge, step):
+    """:func:`_arwm_loop` for a target without a compiled density (its numpy log density is
+    called once per iteration): everything else is ``step``, :func:`_arwm_step` — compiled
+    (one call per iteration) when numba is there and switched on, else its Python function.
+    The same chain as the kernel's, to the bit. The step's arrays are packed (``work``,
+    ``record``): a compiled call costs ~60 ns per array argument."""
+    n, d = normals.shape[0], x.shape[0]
+    work, record = np.empty(2 * d + 4), np.empty((n, d + 3))
+    work[:d], work[2 * d:] = x, (logp, count, 0.0, 0.0)
+    options = (mean, m2, np.empty((d, d)), np.empty((d, d)), normals, record, delta, fixed_sd, ridge)
+    y = work[d:2 * d]
+    step(0, 0.0, work, *options)
+    for i in range(1, n + 1):
+        step(i, float(log_density(y)), work, *options)
+    logp, count, n_nonfinite, n_fixed = work[2 * d:].tolist()
+    return (work[:d].copy(), logp, count, np.ascontiguousarray(record[:, :d]), record[:, d].copy(),
+            record[:, d + 1] == 1.0, record[:, d + 2].copy(), int(n_nonfinite), int(n_fixed))
 
 
 @dataclass(kw_only=True)
@@ -631,16 +718,19 @@ class AdaptiveRWMixture(Sampler):
 
     def warm_up(self, target: Target) -> None:
         density = jit.compiled_log_density(target)
+        d = target.dim
+        x = np.array(target.start, dtype=float)
+        args = (x, 0.0, x.copy(), np.zeros((d, d)), 1.0, np.zeros((1, d + 2)), self.delta, self.fixed_scale, self.ridge)
         if density is not None:
-            d = target.dim
-            x = np.array(target.start, dtype=float)
-            _arwm_kernel(density, x, 0.0, x.copy(), np.zeros((d, d)), 1.0, np.zeros((1, d + 2)), self.delta,
-                         self.fixed_scale, self.ridge)
+            _arwm_kernel(density, *args)
+        elif jit.enabled():  # the Python loop's compiled step, on a constant density
+            _arwm_python_loop(lambda y: 0.0, *args, _arwm_step)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> ARWMState:
         self.target = target
         self.rng = rng
         self._density = jit.compiled_log_density(target)
+        self._step = _arwm_step if jit.enabled() else getattr(_arwm_step, "py_func", _arwm_step)
         x, logp = check_start(target, x0)
         d = target.dim
         return ARWMState(x=x, logp=logp, t=0, mean=x.copy(), m2=np.zeros((d, d)), count=1.0)
@@ -656,7 +746,7 @@ class AdaptiveRWMixture(Sampler):
         args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp), mean, m2, float(state.count), normals,
                 self.delta, fixed_sd, self.ridge)
         if self._density is None:
-            out = _arwm_loop(self.target._log_density, *args)
+            out = _arwm_python_loop(self.target._log_density, *args, self._step)
         else:
             out = _arwm_kernel(self._density, *args)
         x, logp, count, samples, log_ratio, accepted, logps, n_nonfinite, n_fixed = out

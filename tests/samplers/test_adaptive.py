@@ -423,7 +423,7 @@ class _PlainTarget(Target):
 @pytest.mark.parametrize("sampler_name", ["am", "rbam", "gam"])
 def test_plain_target_python_loop_with_and_without_numba(sampler_name, monkeypatch):
     """On a target without a compiled density the Python loop runs; with numba its adaptation,
-    factor and next proposal are one compiled call (adapt_and_propose): the same chain as the
+    factor and next proposal are one compiled call (_adaptive_step): the same chain as the
     all-numpy loop (CKAM_BENCH_JIT=0) — same accept decisions, μ, Σ and L to rounding (LAPACK's
     and the compiled Cholesky round differently; the adaptation carries that over 1000 steps)."""
     from ckam_bench import jit
@@ -450,3 +450,63 @@ def test_plain_target_python_loop_with_and_without_numba(sampler_name, monkeypat
     for field in ("x", "mean", "cov", "chol"):
         np.testing.assert_allclose(getattr(s1, field), getattr(s0, field), rtol=1e-7, atol=1e-10)
     assert s1.log_scale == pytest.approx(s0.log_scale, rel=1e-10)
+
+
+def _cut_gaussian(x):
+    """log density of N(0, diag(1, 2, …)) cut at x_0 > 1 (−inf there: non-finite proposals)."""
+    if x[0] > 1.0:
+        return -math.inf
+    s = 0.0
+    for k in range(x.shape[0]):
+        s += x[k] * x[k] / (k + 1.0)
+    return -0.5 * s
+
+
+@pytest.mark.parametrize("sampler_name", ["am", "rbam", "gam", "am_jittered"])
+def test_plain_target_python_loop_is_the_kernel_to_the_bit(sampler_name, monkeypatch):
+    """On a plain-numpy target the Python loop calls the density once per iteration and does
+    the rest in one compiled step (_adaptive_step): the compiled kernel's chain to the bit over
+    uneven blocks — samples, accept flags and probabilities, step sizes, counts, μ, Σ, L and
+    log λ — with non-finite proposals, or (η ≡ 1, no ridge) jittered factors. One jitted
+    density serves both targets, so their densities agree exactly."""
+    from ckam_bench import jit
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setenv(jit.ENV, "1")
+    density = jit.numba.njit(_cut_gaussian)
+
+    class Plain(Target):
+        name = "plain_cut_gaussian"
+
+        def _log_density(self, x):
+            return density(x)
+
+    class Compiled(Plain):
+        def jit_log_density(self):
+            return density
+
+    make = {**SAMPLERS, "am_jittered": lambda: AdaptiveMetropolis(NU_2D, Constant(1.0), ridge=0.0)}[sampler_name]
+    runs = {}
+    for loop, target_class in (("step", Plain), ("kernel", Compiled)):
+        target, sampler = target_class(3), make()
+        sampler.warm_up(target)
+        calls = jit.KERNEL_CALLS
+        state = sampler.init(target, [0.5, -1.0, 0.5], np.random.default_rng(8))
+        blocks = []
+        for k in (37, 200, 63):
+            state, block = sampler.advance(state, k)
+            blocks.append(block)
+        assert (jit.KERNEL_CALLS > calls) == (loop == "kernel")
+        runs[loop] = (state, blocks, target.n_density)
+    (state, blocks, n_density), (state_k, blocks_k, n_density_k) = runs["step"], runs["kernel"]
+    assert n_density == n_density_k == 1 + 300
+    jittered = sampler_name == "am_jittered"  # (its collapsed Σ keeps the chain off the cut)
+    assert (sum(b.n_jitter for b in blocks) > 0) == jittered
+    assert (sum(b.n_nonfinite for b in blocks) > 0) != jittered
+    for b, b_k in zip(blocks, blocks_k):
+        for field in ("samples", "accepted", "accept_prob", "step_size"):
+            np.testing.assert_array_equal(getattr(b, field), getattr(b_k, field))
+        assert (b.n_nonfinite, b.n_jitter) == (b_k.n_nonfinite, b_k.n_jitter)
+    for field in ("x", "logp", "mean", "cov", "chol", "log_scale", "t"):
+        np.testing.assert_array_equal(getattr(state, field), getattr(state_k, field))

@@ -207,6 +207,65 @@ def test_python_loop_gives_the_compiled_chain(name, monkeypatch):
     np.testing.assert_allclose(chains[0], chains[1], rtol=1e-9, atol=1e-9)
 
 
+def _cut_gaussian(x):
+    """log density of N(0, diag(1, 2, …)) cut at x_0 > 1.5 (−inf there: non-finite proposals)."""
+    if x[0] > 1.5:
+        return -math.inf
+    s = 0.0
+    for k in range(x.shape[0]):
+        s += x[k] * x[k] / (k + 1.0)
+    return -0.5 * s
+
+
+def test_arwm_python_loop_is_the_kernel_to_the_bit(monkeypatch):
+    """A plain-numpy target runs aRWM's Python loop: one density call and one compiled step per
+    iteration. Its chain is the compiled kernel's and the all-Python loop's (CKAM_BENCH_JIT=0)
+    to the bit, over uneven blocks, through the fixed component's start (count ≤ 2d), the
+    adaptive component and non-finite proposals (the density is one jitted function for all
+    three, so the densities agree exactly)."""
+    from ckam_bench import jit
+    from ckam_bench.targets.base import Target
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    density = jit.numba.njit(_cut_gaussian)
+
+    class Plain(Target):
+        name = "plain_cut_gaussian"
+
+        def _log_density(self, x):
+            return density(x)
+
+    class Compiled(Plain):
+        def jit_log_density(self):
+            return density
+
+    runs = {}
+    for loop, switch, make in (("step", "1", Plain), ("python", "0", Plain), ("kernel", "1", Compiled)):
+        monkeypatch.setenv(jit.ENV, switch)
+        target, sampler = make(3), AdaptiveRWMixture(delta=0.2)
+        sampler.warm_up(target)
+        calls = jit.KERNEL_CALLS
+        state = sampler.init(target, [1.0, -1.0, 0.5], np.random.default_rng(8))
+        blocks = []
+        for k in (37, 200, 63):
+            state, block = sampler.advance(state, k)
+            blocks.append(block)
+        assert (jit.KERNEL_CALLS > calls) == (loop == "kernel")
+        runs[loop] = (state, blocks, target.n_density)
+    state, blocks, n_density = runs["step"]
+    assert n_density == 1 + 300 and 6 < state.n_fixed < 150 and sum(b.n_nonfinite for b in blocks) > 0
+    for other in ("python", "kernel"):
+        state_o, blocks_o, n_density_o = runs[other]
+        assert n_density_o == n_density
+        for b, b_o in zip(blocks, blocks_o):
+            for field in ("samples", "logp", "accepted", "accept_prob"):
+                np.testing.assert_array_equal(getattr(b, field), getattr(b_o, field))
+            assert b.n_nonfinite == b_o.n_nonfinite
+        for field in ("x", "logp", "mean", "m2", "count", "n_fixed", "t"):
+            np.testing.assert_array_equal(getattr(state, field), getattr(state_o, field))
+
+
 def test_counts_phases_and_burnin():
     target = banana_dm()
     sampler = FiniteScout(n_draws=4, adapt_iterations=100, bank_size=20, burnin=30)
