@@ -54,7 +54,7 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
 
 __all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
-           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer"]
+           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
@@ -385,3 +385,39 @@ def jitable(fn):
     from numba.extending import register_jitable
 
     return register_jitable(fn)
+
+
+@helper
+def numpy_sum(v):
+    """np.sum(v) term for term in compiled code: numpy's pairwise summation (halves of a
+    multiple of 8 terms down to blocks of ≤ 128, each summed by eight interleaved accumulators,
+    or in order under 8 terms), here with an explicit stack instead of recursion."""
+    los, ns, halves = np.zeros(64, np.int64), np.zeros(64, np.int64), np.zeros(64, np.int64)
+    partial = np.zeros(64)  # sums of finished left halves
+    top, total, lo, n = 0, 0.0, 0, v.shape[0]
+    while True:
+        while n > 128:  # descend into the left half, remembering the right one
+            half = n // 2 - (n // 2) % 8
+            los[top], ns[top], halves[top] = lo + half, n - half, 0
+            top += 1
+            n = half
+        if n < 8:
+            total = 0.0
+            for j in range(lo, lo + n):
+                total += v[j]
+        else:
+            r = v[lo:lo + 8].copy()
+            end = lo + n - n % 8
+            for j in range(lo + 8, end, 8):
+                for k in range(8):
+                    r[k] += v[j + k]
+            total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+            for j in range(end, lo + n):
+                total += v[j]
+        while top > 0 and halves[top - 1] == 1:  # a right half done: left + right
+            top -= 1
+            total = partial[top] + total
+        if top == 0:
+            return 0.0 + total
+        partial[top - 1], halves[top - 1] = total, 1  # a left half done: on to its right half
+        lo, n = los[top - 1], ns[top - 1]

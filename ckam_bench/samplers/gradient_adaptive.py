@@ -51,7 +51,9 @@ Compiled loops as in :mod:`ckam_bench.samplers.hamiltonian`: the kernel's body i
 loop ``_gad_loop``, compiled when the target has ``jit_log_density_and_grad()`` and
 ``CKAM_BENCH_JIT`` is not 0; the exact variant's burn-in also needs ``jit_hessian_log_density()``
 (without it the burn-in runs in Python and the sampling phase, which needs no Hessian,
-compiled).
+compiled). A target without a compiled density runs ``_gad_steps``: its Python density-and-gradient
+and, between evaluations, one compiled :func:`_gad_iteration` (the same chain to the bit; gadMALA
+exact's burn-in, which calls the Python Hessian, runs the Python loop).
 """
 
 from __future__ import annotations
@@ -189,6 +191,88 @@ if jit.AVAILABLE:
         return step
 
 
+@jit.jitable
+def _gad_proposal(mode, x, L, u_x, eps):
+    """y = x + Lε (gadRWM) or x + L(½u_x + ε) (gadMALA)."""
+    if mode == RWM:
+        return x + L @ eps
+    return x + L @ (0.5 * u_x + eps)
+
+
+def _gad_iteration(i, logp_y, y, gy, mode, w, L, moment, lefts, rights, s, t0, burn_in, z, log_u, params, samples,
+                   accepted, records):
+    """Iteration i of :func:`_gad_loop` after the evaluation of its proposal y (log π(y) =
+    logp_y, ∇log π(y) = gy), for the modes and phases that call no Hessian (not gadMALA exact's
+    burn-in): the accept step, the adaptation of L (``moment``, in place) and β while t < burn_in
+    (``params``: η, ρ_β, α*), the records, the next proposal (y after the last). State in place:
+    w = [x, ∇log π(x), u_x, u_y, L's diagonal before the step], s = [log π(x), β, states
+    collected, non-finite proposals]."""
+    x, g, u_x, u_y, diag_before = w[0], w[1], w[2], w[3], w[4]
+    d = x.shape[0]
+    adapting = t0 + i < burn_in
+    eps = z[i]
+    finite = math.isfinite(logp_y) and _all_finite(gy)
+    if finite:
+        if mode != RWM:
+            u_y[:] = L.T @ gy
+        r = log_ratio(mode, s[0], logp_y, eps, u_x, u_y)
+    else:
+        r = -math.inf
+    alpha = jit.acceptance(r)
+    if not r > -math.inf:  # NaN or −∞
+        s[3] += 1.0
+    accept = log_u[i] < r
+    accepted[i] = accept
+    records[0, i] = alpha
+    if adapting and not finite:  # α = 0 and no gradient: L shrinks (base.NONFINITE_SHRINK)
+        L *= NONFINITE_SHRINK
+    elif adapting:
+        for j in range(d):
+            diag_before[j] = L[j, j]
+        k = 0
+        if r < 0.0:  # min{0, log r} has a gradient (no Hessian: RWM or MALA_FAST)
+            k = log_ratio_factors(mode, L, eps, g, gy, u_x, u_y, L, lefts, rights)
+        low_rank_step(L, moment, lefts, rights, k, s[1], params[0], _RMS_DECAY)
+        for j in range(d):
+            if not L[j, j] > 0.0:
+                L[j, j] = 0.5 * diag_before[j]
+    if adapting:
+        s[1] = s[1] * (1.0 + params[1] * ((1.0 if accept else 0.0) - params[2]))
+    if accept:
+        x[:] = y
+        s[0] = logp_y
+        g[:] = gy
+        u_x[:] = u_y
+    if adapting and mode != RWM:  # u_x = Lᵀ∇log π(x) with the L the next iteration uses
+        u_x[:] = L.T @ g
+    records[1, i] = s[0]
+    if not adapting:
+        samples[int(s[2])] = x
+        s[2] += 1.0
+    if i + 1 < z.shape[0]:
+        return _gad_proposal(mode, x, L, u_x, z[i + 1])
+    return y
+
+
+def _gad_steps(f, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, params):
+    """:func:`_gad_loop` for a target without a compiled density (no Hessian called): its Python
+    density-and-gradient and, between evaluations, one call of the compiled :func:`_gad_iteration`
+    (the same operations: the same chain, to the bit)."""
+    n, d = z.shape
+    samples, accepted, records = np.empty((n, d)), np.zeros(n, dtype=np.bool_), np.empty((2, n))
+    w = np.vstack([x, g, L.T @ g, np.zeros((2, d))])
+    lefts, rights, gy = np.zeros((3, d)), np.zeros((3, d)), np.empty(d)
+    s = np.array([logp, beta, 0.0, 0.0])
+    y = _gad_proposal(mode, w[0], L, w[2], z[0]) if n > 0 else x
+    for i in range(n):
+        y = _GAD_ITERATION(i, f(y, gy), y, gy, mode, w, L, moment, lefts, rights, s, t0, burn_in, z, log_u, params,
+                           samples, accepted, records)
+    return w[0], s[0], w[1], s[1], samples, int(s[2]), accepted, records[0], records[1], n, 0, int(s[3])
+
+
+_GAD_ITERATION = jit.helper(_gad_iteration)
+
+
 def _gad_loop(f, h, mode, x, logp, g, L, moment, beta, t0, burn_in, z, log_u, eta, rho_beta, target_accept):
     """n iterations from global iteration ``t0``: adaptation of L (in place, with the RMSprop
     moment) and β while t < burn_in, then fixed-L gadMALA (gadRWM's sampling phase runs
@@ -303,10 +387,14 @@ class _GradientAdaptive(GradientSampler):
         density = jit.compiled_log_density_and_grad(target)
         if self._mode == RWM:
             warm_up_walk(target)
+        x, d = np.array(target.start, dtype=float), target.dim
         if density is not None:  # (no Hessian is called after burn-in)
-            x, d = np.array(target.start, dtype=float), target.dim
             _gad_kernel(density, _NO_HESSIAN, self._mode, x, 0.0, np.zeros(d), np.eye(d), np.zeros((d, d)), 1.0, 0,
                         0, np.zeros((1, d)), np.zeros(1), 1e-4, 0.02, 0.5)
+        elif jit.enabled():  # the compiled steps of the Python loop (burn-in: the adaptation compiled too)
+            _GAD_ITERATION(0, 0.0, x, x.copy(), self._mode, np.zeros((5, d)), np.eye(d),
+                           np.zeros((d, d)), np.zeros((3, d)), np.zeros((3, d)), np.zeros(4), 0, 1, np.zeros((1, d)),
+                           np.zeros(1), np.ones(3), np.zeros((1, d)), np.zeros(1, dtype=bool), np.zeros((2, 1)))
 
     def _hessian_for(self, target: Target):
         return _NO_HESSIAN
@@ -333,19 +421,24 @@ class _GradientAdaptive(GradientSampler):
         x, logp, g, beta = np.ascontiguousarray(state.x, dtype=float), float(state.logp), state.grad, state.beta
         parts = []
         # (first, last) iterations per loop call: the burn-in apart when it needs a Python Hessian
-        split = self._compiled is not None and self._compiled_hessian is None and 0 < burn < n_adapt
+        python_hessian = self._mode == MALA_EXACT and self._compiled_hessian is None
+        split = python_hessian and (self._compiled is not None or self._compiled_steps) and 0 < burn < n_adapt
         for lo, hi in ((0, burn), (burn, n_adapt)) if split else ((0, n_adapt),):
             if hi <= lo:
                 continue
-            if self._compiled is None or (self._compiled_hessian is None and state.t + lo < self.burn_in):
-                compiled, f, h, run = False, counted_density_and_grad(self.target), counted_hessian(self.target), _gad_loop
+            hessian_now = python_hessian and state.t + lo < self.burn_in
+            args = (self._mode, x, logp, np.ascontiguousarray(g, dtype=float), L, moment, float(beta),
+                    int(state.t + lo), self.burn_in, np.ascontiguousarray(z[lo:hi]), log_u[lo:hi])
+            params = (self.learning_rate, self.beta_rate, self.target_accept)
+            if self._compiled is not None and not hessian_now:
+                h = self._compiled_hessian if self._compiled_hessian is not None else _NO_HESSIAN
+                out = _gad_kernel(self._compiled, h, *args, *params)
+            elif self._compiled_steps and not hessian_now:
+                out = _gad_steps(counted_density_and_grad(self.target), *args, np.array(params))
             else:
-                compiled, f, h, run = True, self._compiled, (self._compiled_hessian if self._compiled_hessian is not None else _NO_HESSIAN), _gad_kernel
-            (x, logp, g, beta, samples, k, accepted, accept_prob, logps, n_evals, n_hess, n_nonfinite) = run(
-                f, h, self._mode, x, logp, np.ascontiguousarray(g, dtype=float), L, moment, float(beta),
-                int(state.t + lo), self.burn_in, np.ascontiguousarray(z[lo:hi]), log_u[lo:hi],
-                self.learning_rate, self.beta_rate, self.target_accept)
-            if compiled:  # the Python loop counted through the target's API
+                out = _gad_loop(counted_density_and_grad(self.target), counted_hessian(self.target), *args, *params)
+            (x, logp, g, beta, samples, k, accepted, accept_prob, logps, n_evals, n_hess, n_nonfinite) = out
+            if self._compiled is not None and not hessian_now:  # the Python loop counted through the target's API
                 self._count(n_evals)
                 self.target.n_hessian += int(n_hess)
             parts.append((samples[:k], accepted, accept_prob, logps, n_nonfinite))

@@ -298,3 +298,85 @@ def test_exact_without_a_compiled_hessian_samples_compiled(monkeypatch):
     assert n1 == n0 and n1[0] == 301 and 0 < n1[2] <= 150
     np.testing.assert_allclose(s1.chol, s0.chol, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(s1.x, s0.x, rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_step_is_the_python_step_bit_for_bit():
+    """A plain-numpy target's Python loop calls, between evaluations, the compiled iteration (no
+    Hessian: gadRWM, gadMALA fast, gadMALA exact after burn-in): it returns and writes exactly
+    what the Python function (numpy) does, non-finite log densities and gradients included."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    from ckam_bench.samplers import gradient_adaptive as gad
+
+    rng = np.random.default_rng(8)
+    for k in range(60):
+        d, mode = (1, 4, 10, 23)[k % 4], (RWM, MALA_FAST, MALA_EXACT)[k % 3]
+        adapting = mode != MALA_EXACT and k % 5 != 0
+        y, gy = rng.standard_normal(d), rng.standard_normal(d)
+        if k % 4 == 1:
+            gy[rng.integers(d)] = [np.inf, -np.inf, np.nan][k % 3]
+        logp_y = [np.nan, -np.inf, np.inf][k % 3] if k % 7 == 6 else -0.5 * float(y @ y)
+        L = np.tril(rng.uniform(-0.3, 0.3, (d, d))) + np.diag(rng.uniform(1e-3, 1.0, d))
+        w = np.vstack([rng.standard_normal((4, d)), np.zeros((1, d))])
+        s = np.array([-1.0, rng.uniform(0.5, 2.0), 0.0, 0.0])
+        z, log_u = rng.standard_normal((3, d)), np.log(rng.uniform(size=3))
+        moment = np.tril(rng.uniform(0, 0.1, (d, d)))  # (its upper triangle stays 0 in a chain)
+        args = [(k % 3, logp_y, y.copy(), gy.copy(), mode, w.copy(), L.copy(), moment.copy(), np.zeros((3, d)),
+                 np.zeros((3, d)), s.copy(), 5, 100 if adapting else 0, z, log_u, np.array([0.05, 0.02, 0.4]),
+                 np.zeros((3, d)), np.zeros(3, dtype=bool), np.zeros((2, 3))) for _ in range(2)]
+        a, b = gad._GAD_ITERATION(*args[0]), gad._gad_iteration(*args[1])
+        np.testing.assert_array_equal(a, b)
+        for va, vb in zip(*args):
+            np.testing.assert_array_equal(np.asarray(va), np.asarray(vb))
+
+
+class _PlainGaussian(Target):
+    """A user's numpy target (no compiled density) with a Hessian; its gradient is NaN where
+    |x₀| > 2.2 (non-finite proposals on the way)."""
+
+    name = "plain"
+
+    def __init__(self, dim):
+        super().__init__(dim)
+        self.precision = np.linalg.inv(0.5 ** np.abs(np.subtract.outer(np.arange(dim), np.arange(dim))))
+
+    def _log_density(self, x):
+        return float(-0.5 * x @ (self.precision @ x))
+
+    def _grad_log_density(self, x):
+        g = -(self.precision @ x)
+        if abs(x[0]) > 2.2:
+            g[-1] = np.nan
+        return g
+
+    def _hessian_log_density(self, x):
+        return -self.precision
+
+
+@pytest.mark.parametrize("make", [lambda: GadRWM(burn_in=150, learning_rate=0.01),
+                                  lambda: GadMALAFast(burn_in=150, learning_rate=0.01),
+                                  lambda: GadMALAExact(burn_in=150, learning_rate=0.01)],
+                         ids=["gadrwm", "gadmala_fast", "gadmala_exact"])
+def test_plain_numpy_target_compiled_steps_make_the_python_chain(make, monkeypatch):
+    """On a target with no compiled density, the Python loop with its compiled steps (gadMALA
+    exact: in Python during burn-in, where it calls the Hessian) makes the chain of the all-Python
+    loop (CKAM_BENCH_JIT=0) bit for bit, in uneven blocks across the burn-in, non-finite
+    gradients included, with the same counts."""
+    chains = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv(jit.ENV, switch)
+        target, s = _PlainGaussian(10), make()
+        s.warm_up(target)
+        state = s.init(target, None, np.random.default_rng(6))
+        assert s._compiled is None and s._compiled_steps == (switch == "1" and jit.AVAILABLE)
+        blocks = []
+        for n in (1, 100, 89, 140):
+            state, b = s.advance(state, n)
+            blocks.append(b)
+        chains.append((np.concatenate([b.samples for b in blocks]), np.concatenate([b.logp for b in blocks]),
+                       np.concatenate([b.accept_prob for b in blocks]), sum(b.n_nonfinite for b in blocks),
+                       state.x, state.chol, state.moment, state.beta,
+                       (target.n_density, target.n_grad, target.n_hessian)))
+    assert chains[0][3] > 0
+    for a, b in zip(*chains):
+        np.testing.assert_array_equal(a, b)

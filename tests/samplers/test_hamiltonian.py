@@ -7,6 +7,7 @@ import pytest
 from ckam_bench import jit
 from ckam_bench.samplers.hamiltonian import HMC, MALA
 from ckam_bench.samplers.nuts import NUTS
+from ckam_bench.targets.base import Target
 from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
 from tests.samplers.invariance import check_moments, run_chains
 
@@ -320,27 +321,95 @@ def test_python_vector_helpers_give_the_array_expressions_bit_for_bit():
                 np.testing.assert_array_equal(va, vb)
 
 
+class PlainGaussian(Target):
+    """A user's numpy target (no compiled density): N(0, Σ), Σ_ij = 0.5^|i−j| scaled; its
+    gradient is NaN where |x₀| > ``tail`` (non-finite proposals on the way)."""
+
+    name = "plain"
+
+    def __init__(self, dim=10, tail=2.2):
+        super().__init__(dim)
+        self.tail = tail
+        self.precision = np.linalg.inv(0.5 ** np.abs(np.subtract.outer(np.arange(dim), np.arange(dim))))
+
+    def _log_density(self, x):
+        return float(-0.5 * x @ (self.precision @ x))
+
+    def _grad_log_density(self, x):
+        g = -(self.precision @ x)
+        if abs(x[0]) > self.tail:
+            g[-1] = np.nan
+        return g
+
+
+def test_numpy_sum_is_np_sum_bit_for_bit():
+    """The compiled steps' kinetic energy sums as numpy does (pairwise, eight accumulators)."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+
+    rng = np.random.default_rng(5)
+    for n in [*range(300), 383, 1000, 1031, 8192, 8200, 20011]:
+        v = rng.standard_normal(n) * rng.exponential(size=n) * 10.0 ** rng.integers(-3, 4)
+        assert jit.numpy_sum(v) == np.sum(v)
+    assert str(jit.numpy_sum(np.array([-0.0]))) == str(np.sum(np.array([-0.0])))
+
+
+def _random_state(rng, d, k):
+    """Vectors for one step, with a non-finite log density or gradient entry now and then."""
+    x, g, y, gy = (rng.standard_normal(d) for _ in range(4))
+    if k % 5 == 1:
+        gy[rng.integers(d)] = [np.inf, -np.inf, np.nan][k % 3]
+    logp_y = [np.nan, -np.inf, np.inf][k % 3] if k % 7 == 6 else -0.5 * float(y @ y)
+    return x, g, y, gy, logp_y
+
+
+def _same(a, b):
+    assert type(a) is type(b) or np.asarray(a).dtype == np.asarray(b).dtype
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("d", [1, 3, 10, 33])
+def test_compiled_steps_are_the_python_steps_bit_for_bit(d):
+    """A plain-numpy target's Python loop calls, between evaluations, the compiled MALA iteration
+    and HMC join: they return and write exactly what the Python functions (numpy) do, from
+    burn-in to sampling, non-finite log densities and gradients included."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    from ckam_bench.adaptation import dual_averaging
+    from ckam_bench.samplers import hamiltonian as h
+
+    rng = np.random.default_rng(d)
+    for k in range(40):
+        x, g, y, gy, logp_y = _random_state(rng, d, k)
+        z, log_u = rng.standard_normal((3, d)), np.log(rng.uniform(size=3))
+        i, t0, burn_in = k % 3, 5, [0, 6, 100][k % 3]
+        s = np.array([-1.0, rng.normal(-1.0, 1.0), 0.0, 0.0])
+        mala = [(i, logp_y, y.copy(), gy.copy(), x.copy(), g.copy(), s.copy(), t0, burn_in, z, log_u,
+                 np.array([0.574, 1.0, 0.6]), np.zeros((3, d)), np.zeros(3, dtype=bool), np.zeros((3, 3)))
+                for _ in range(2)]
+        _same(h._MALA_ITERATION(*mala[0]), h._mala_iteration(*mala[1]))
+        w = np.vstack([x, g, y, z[i], gy, rng.uniform(0.5, 2.0, d)])
+        s = np.array([-1.0, rng.uniform(0.01, 1.0), rng.normal(), k % 4, 0.0, 0.0, 0.0])
+        da = dual_averaging.init(0.3)
+        hmc = [(logp_y, i, w.copy(), s.copy(), da.copy(), t0, burn_in, 1 + k % 4, z, log_u,
+                np.array([0.65, 0.05, 10.0, 0.75]), np.zeros((3, d)), np.zeros(3, dtype=bool), np.zeros((3, 3)))
+               for _ in range(2)]
+        _same(h._HMC_JOIN(*hmc[0]), h._hmc_join(*hmc[1]))
+        for args in (mala, hmc):
+            for a, b in zip(*args):
+                _same(a, b)
+
+
 @pytest.mark.parametrize("make", [lambda: MALA(burn_in=150), lambda: HMC(n_leapfrog=5, burn_in=150),
                                   lambda: NUTS(burn_in=150, max_depth=6)], ids=["mala", "hmc", "nuts"])
-def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, monkeypatch):
-    """On a target with no compiled density (the Python loops), the chain with the Python
-    helpers is bit for bit the chain with the plain array expressions and the counted API."""
+@pytest.mark.parametrize("d", [3, 10])
+def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, d, monkeypatch):
+    """On a target with no compiled density (the Python loops), the chain with the compiled
+    steps between evaluations and the chain with the Python helpers (CKAM_BENCH_JIT=0) are bit
+    for bit the chain with the plain array expressions and the counted API, in uneven blocks,
+    non-finite gradients included."""
     from ckam_bench.samplers import hamiltonian as h
     from ckam_bench.samplers import nuts as nuts_module
-    from ckam_bench.targets.base import Target
-
-    class PlainGaussian(Target):
-        name = "plain"
-
-        def __init__(self):
-            super().__init__(6)
-            self.precision = np.linalg.inv(0.5 ** np.abs(np.subtract.outer(np.arange(6), np.arange(6))))
-
-        def _log_density(self, x):
-            return float(-0.5 * x @ (self.precision @ x))
-
-        def _grad_log_density(self, x):
-            return -(self.precision @ x)
 
     def leapfrog_arrays(f, x, p, g, eps, minv):
         p += (0.5 * eps) * g
@@ -357,23 +426,45 @@ def test_plain_numpy_target_chain_is_the_array_expressions_chain(make, monkeypat
         return density_and_grad
 
     chains = []
-    for arrays in (False, True):
+    for switch, arrays in (("1", False), ("0", False), ("0", True)):
+        monkeypatch.setenv(jit.ENV, switch)
         if arrays:
             monkeypatch.setattr(h, "_mala_proposal", h._mala_proposal_arrays)
             monkeypatch.setattr(h, "_mala_log_ratio", h._mala_log_ratio_arrays)
             monkeypatch.setattr(h, "_all_finite", h._all_finite_loop)
             monkeypatch.setattr(h, "_leapfrog", leapfrog_arrays)
+            monkeypatch.setattr(nuts_module, "_leapfrog", leapfrog_arrays)
             monkeypatch.setattr(h, "counted_density_and_grad", counted_api)
             monkeypatch.setattr(nuts_module, "_all_finite", h._all_finite_loop)
-            monkeypatch.setattr(nuts_module, "_leapfrog", leapfrog_arrays)
-        target, s = PlainGaussian(), make()
+        target, s = PlainGaussian(d), make()
+        s.warm_up(target)
         state = s.init(target, None, np.random.default_rng(2))
-        assert s._compiled is None
+        assert s._compiled is None and s._compiled_steps == (switch == "1" and jit.AVAILABLE)
         blocks = []
-        for n in (120, 90, 140):
+        for n in (1, 120, 89, 140):
             state, b = s.advance(state, n)
             blocks.append(b)
         chains.append((np.concatenate([b.samples for b in blocks]), np.concatenate([b.logp for b in blocks]),
-                       np.concatenate([b.accept_prob for b in blocks]), target.n_density, target.n_grad))
-    for a, b in zip(*chains):
+                       np.concatenate([b.accept_prob for b in blocks]), np.concatenate([b.step_size for b in blocks]),
+                       sum(b.n_nonfinite for b in blocks), state.x, state.grad, target.n_density, target.n_grad,
+                       getattr(state, "n_divergent", 0), str(s.rng.bit_generator.state)))
+    for a, b, c in zip(*chains):
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_compiled_steps_draw_the_generators_stream():
+    """NUTS's compiled steps draw through the generator's bit generator (next_double at its
+    state's address): the uniforms Generator.random() gives, interleaved with Python's draws."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    import numba
+
+    from ckam_bench.samplers import nuts as nuts_module
+
+    uniform = numba.njit(lambda rng: nuts_module._uniform(rng))
+    for make in (np.random.PCG64, np.random.Philox, np.random.SFC64):
+        rng, reference = np.random.Generator(make(9)), np.random.Generator(make(9))
+        tree_rng = nuts_module._tree_rng(rng)
+        drawn = [uniform(tree_rng) if k % 3 else rng.random() for k in range(30)] + list(rng.random(5))
+        assert drawn == [reference.random() for _ in range(30)] + list(reference.random(5))
