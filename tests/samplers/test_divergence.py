@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import ndtri
 
-from ckam_bench.samplers.adaptive import AdaptiveRWMixture
+from ckam_bench.samplers.adaptive_mixture import AdaptiveRWMixture
 from ckam_bench.samplers.divergence import (
     DivergenceMinimisation,
     FiniteDivergenceMinimisation,
