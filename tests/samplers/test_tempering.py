@@ -1,16 +1,19 @@
 """Parallel tempering: π-invariance of the β = 1 chain from exact draws (banana_dm, basis4),
 moves between all eight basis4 modes, the neighbour-swap rule against a brute-force two-state
-computation, per-pair swap acceptance, block-size independence, the Python loop, bad input."""
+computation, per-pair swap acceptance, block-size independence, the Python loop (a plain numpy target's
+compiled step = the kernel, bit for bit), bad input."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ckam_bench.samplers.tempering import ParallelTempering, _pt_loop
+from ckam_bench import jit
+from ckam_bench.samplers import tempering
+from ckam_bench.samplers.tempering import ParallelTempering, _pt_python_loop, _pt_step
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.divergence import banana_dm, basis4
-from tests.samplers.invariance import check_moments, run_chains
+from tests.samplers.invariance import NonFiniteHalfPlane, check_moments, run_chains
 from tests.samplers.test_divergence import _modes_visited
 
 
@@ -56,8 +59,9 @@ class _TwoPoints(Target):
 
 def test_swap_rule_against_two_state_brute_force():
     """Two chains (β = 1, τ) on two states whose RW moves always leave {0, 1} (rejected): only
-    swaps act. The empirical transition frequencies of ``_pt_loop`` between joint states must
-    match the brute-force matrix whose stationary law is π(x₁) π^τ(x₂)."""
+    swaps act. The empirical transition frequencies of ``_pt_python_loop`` (``_pt_kernel``'s
+    chain, tested below) between joint states must match the brute-force matrix whose
+    stationary law is π(x₁) π^τ(x₂)."""
     target, tau = _TwoPoints(), 0.3
     betas = np.array([1.0, tau])
     rng = np.random.default_rng(0)
@@ -70,7 +74,7 @@ def test_swap_rule_against_two_state_brute_force():
             lp = logpi[[i, j]].copy()
             normals = rng.standard_normal((1, 2 * 2 + 2))
             normals[0, :2] = 0.5 + np.abs(normals[0, :2]) * 10  # steps that leave {0, 1}
-            _pt_loop(target._log_density, X, lp, betas, np.ones(2), normals)
+            _pt_python_loop(target._log_density, X, lp, betas, np.ones(2), normals, _pt_step)
             counts[start, 2 * int(X[0, 0]) + int(X[1, 0])] += 1
     P_hat = counts / counts.sum(axis=1, keepdims=True)
     P = np.eye(4)
@@ -100,6 +104,55 @@ def test_chain_does_not_depend_on_block_sizes_and_python_loop(monkeypatch):
         runs.append(np.concatenate(out))
     np.testing.assert_array_equal(runs[0], runs[1])
     np.testing.assert_allclose(runs[0], runs[2], rtol=1e-12)
+
+
+class _PlainHalfPlane(NonFiniteHalfPlane):
+    """NonFiniteHalfPlane as a user's numpy target (no compiled density: the Python loop runs),
+    its density the compiled one called from Python, so both paths see the same bits."""
+
+    jit_log_density = None
+
+    def _log_density(self, x):
+        return NonFiniteHalfPlane.jit_log_density(self)(x)
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "+inf", "-inf"])
+@pytest.mark.parametrize("k", [2, 5])
+def test_plain_target_python_loop_is_the_kernel_chain_bit_for_bit(monkeypatch, k, value):
+    """A plain numpy target's Python loop with its compiled step (and with the step's Python
+    function, CKAM_BENCH_JIT=0) makes the kernel's chain — and that of the kernel's source run
+    as Python — bit for bit, over uneven blocks (37 + 200 + 63), the tempered chains' warm-up,
+    the burn-in and non-finite densities (NaN, ±inf on x₀ < 0) included, with the same counts."""
+    chains = []
+    for path in ("kernel", "kernel source in Python", "compiled step", "python step"):
+        monkeypatch.setenv(jit.ENV, "0" if path == "python step" else "1")
+        with monkeypatch.context() as patch:
+            if path == "kernel source in Python":
+                patch.setattr(tempering, "_pt_kernel", tempering._pt_loop)
+            target = NonFiniteHalfPlane(3, value) if path.startswith("kernel") else _PlainHalfPlane(3, value)
+            sampler = ParallelTempering(k, step_size=1.5, warmup=50, burnin=20)
+            sampler.warm_up(target)
+            state = sampler.init(target, None, np.random.default_rng(11))
+            assert (sampler._density is None) is path.endswith("step")
+            assert (sampler._step is _pt_step) is (path != "python step")
+            blocks = []
+            for n in (37, 200, 63):
+                calls = jit.KERNEL_CALLS
+                state, block = sampler.advance(state, n)
+                assert (jit.KERNEL_CALLS > calls) is (path == "kernel")
+                blocks.append(block)
+        fields = [np.concatenate([getattr(b, f) for b in blocks])
+                  for f in ("samples", "accepted", "accept_prob", "phase", "logp")]
+        chains.append((*fields, sum(b.n_nonfinite for b in blocks), state.x, state.logp, state.chains,
+                       state.chain_logp, state.swaps_tried, state.swaps_accepted, target.n_density))
+    first = chains[0]
+    assert first[0].shape == (280, 3) and first[5] > 50 and first[1].any() and not first[1].all()
+    assert first[-2].sum() > 0 and first[-3].sum() == 300  # swaps accepted, tried
+    assert first[-1] == 1 + (k - 1) * 50 + k * 300  # evaluations: the start, the warm-up, the blocks
+    for other in chains[1:]:
+        for a, b in zip(first, other):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_ladders_and_burnin():
