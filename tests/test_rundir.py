@@ -440,4 +440,5 @@ def test_invalid_sweep_job_leaves_no_folder(tmp_path):
     assert len(store.find_runs(sweep)) == 1
     names = sorted(p.name for p in sweep.iterdir())
     # no folder for job 1 (report/: the sweep's report, ckam_bench/report/callback.py)
-    assert names == [store.find_runs(sweep)[0].name, "multirun.yaml", "report"]
+    # .ckam-sweep.json: the hash of the multirun.yaml Hydra wrote (ckam_bench/outputs.py)
+    assert names == [".ckam-sweep.json", store.find_runs(sweep)[0].name, "multirun.yaml", "report"]
