@@ -206,24 +206,25 @@ class OutputFolderCheck(Callback):
         HydraConfig.instance().set_config(config)
         folder = Path(str(config.hydra.sweep.dir))
         self._check(folder)
-        sweeps.claim_sweep_folder(folder, config)
-        _SWEEP.update(folder=folder, token=uuid.uuid4().hex[:12])
+        before = sweeps.claim_sweep_folder(folder, config)
+        _SWEEP.update(folder=folder, token=uuid.uuid4().hex[:12], before=before)
         os.environ[SWEEP_TOKEN_ENV] = _SWEEP["token"]  # inherited by the sweep's job processes
         os.environ[SWEEP_START_ENV] = repr(time.time() - 1.0)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        notes = _refusal_notes(_SWEEP["folder"], _SWEEP["token"])
-        refused = []
+        notes = _job_notes(_SWEEP["folder"], _SWEEP["token"])
+        records = []
         if notes.exists():
             for line in notes.read_text().splitlines():
                 try:
-                    refused.append(json.loads(line))
+                    records.append(json.loads(line))
                 except ValueError:
                     continue
             notes.unlink()  # the sweep's own bookkeeping file, named by its token
-        outputs.settle_sweep_folder(_SWEEP["folder"])
+        if not any(r.get("ran") for r in records):  # every job refused or already done
+            outputs.restore_sweep_folder(_SWEEP["before"])
         rundir.remove_empty(_CREATED)
-        _SWEEP["refused"] = refused
+        _SWEEP["refused"] = [r for r in records if "why" in r]
 
     @staticmethod
     def _check(folder) -> None:
@@ -275,8 +276,18 @@ def print_job_config(overrides: list[str]) -> None:
     print(OmegaConf.to_yaml(cfg), end="")
 
 
-def _refusal_notes(sweep_dir: Path, token: str) -> Path:
-    return Path(sweep_dir) / f".ckam-refused-{token}.jsonl"
+def _job_notes(sweep_dir: Path, token: str) -> Path:
+    """The sweep's own bookkeeping file: one JSON line per job that was refused (``why``) or
+    ran (``ran``), read and removed at the end of the sweep."""
+    return Path(sweep_dir) / f".ckam-jobs-{token}.jsonl"
+
+
+def note_sweep_job(out_dir: Path, **record) -> None:
+    """In a sweep's job: add a line to the sweep's notes (:func:`_job_notes`)."""
+    token = os.environ.get(SWEEP_TOKEN_ENV)
+    if token and HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        with open(_job_notes(HydraConfig.get().sweep.dir, token), "a") as fh:
+            fh.write(json.dumps({"folder": str(out_dir), **record}) + "\n")
 
 
 def _undo_created(out_dir: Path, multirun: bool) -> None:
@@ -298,11 +309,7 @@ def _refuse(out_dir: Path, message: str, multirun: bool) -> None:
     print(f"ckam-bench: {message}", file=sys.stderr)
     if not multirun:
         sys.exit(2)
-    token = os.environ.get(SWEEP_TOKEN_ENV)
-    if token:
-        note = json.dumps({"folder": str(out_dir), "why": message}) + "\n"
-        with open(_refusal_notes(HydraConfig.get().sweep.dir, token), "a") as fh:
-            fh.write(note)
+    note_sweep_job(out_dir, why=message)
 
 
 def _snapshot(cfg: DictConfig) -> dict:
@@ -344,6 +351,7 @@ def _app(cfg: DictConfig) -> None:
             print(f"ckam-bench: already complete for this config, skipped: {out_dir}",
                   file=sys.stderr)
             return
+        note_sweep_job(out_dir, ran=True)
         if folder.state == "resume":
             r = folder.resume
             print(f"ckam-bench: resuming from checkpoint {r.checkpoint} "

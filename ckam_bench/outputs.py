@@ -33,8 +33,8 @@ disk can be audited in these two files:
   (``hydra.sweep.dir``), replacing what is there. Before it does, :func:`claim_sweep_folder`
   refuses a folder whose ``multirun.yaml`` a ckam-bench sweep did not write (its sha256 is not
   listed in the folder's ``.ckam-sweep.json``) and lists the hash of the file about to be
-  written; :func:`settle_sweep_folder` removes both again after a sweep whose every job was
-  refused, so a refused sweep leaves the disk as it found it.
+  written; :func:`restore_sweep_folder` puts both back as they were after a sweep that ran no
+  job (each refused, or already complete), so such a sweep leaves the disk as it found it.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import json
 import os
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from ckam_bench import rundir
@@ -313,11 +314,21 @@ def _sweep_hashes(folder: Path) -> list[str]:
     return hashes
 
 
-def claim_sweep_folder(folder, text: str) -> None:
+@dataclass
+class SweepState:
+    """What a sweep folder held before Hydra wrote into it (None: no such file)."""
+
+    folder: Path
+    multirun: bytes | None
+    marker: bytes | None
+
+
+def claim_sweep_folder(folder, text: str) -> SweepState:
     """Before Hydra writes ``text`` as ``folder/multirun.yaml``: refuse
     (:class:`FolderRefused`, nothing changed) when a ``multirun.yaml`` is there that no
     ckam-bench sweep wrote, or that was changed since; else list the new file's hash in the
-    folder's marker (the folder is created when new)."""
+    folder's marker (the folder is created when new). Returns what the folder held before, for
+    :func:`restore_sweep_folder`."""
     folder = Path(folder)
     path = folder / MULTIRUN
     if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
@@ -328,28 +339,31 @@ def claim_sweep_folder(folder, text: str) -> None:
             raise FolderRefused(f"{path} was not written by a ckam-bench sweep (or was changed "
                                 "since) and a sweep would replace it; nothing was changed: move "
                                 "it away or choose another hydra.sweep.dir")
+    before = SweepState(folder, path.read_bytes() if path.is_file() else None,
+                        (folder / SWEEP_MARKER).read_bytes() if hashes else None)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if digest not in hashes:
         folder.mkdir(parents=True, exist_ok=True)
         rundir.write_json({"format": FORMAT, MULTIRUN: hashes + [digest]}, folder / SWEEP_MARKER)
+    return before
 
 
-def settle_sweep_folder(folder) -> bool:
-    """After a sweep: when the folder holds nothing but its ``multirun.yaml`` (listed in the
-    marker, so ours) and the marker — every job was refused — remove those two files, so the
-    refused sweep changes nothing (the caller then removes the folders it created, when empty).
-    Returns whether it removed them."""
-    folder = Path(folder)
+def restore_sweep_folder(before: SweepState) -> None:
+    """After a sweep that ran no job (each was refused, or already complete): put back the
+    ``multirun.yaml`` and marker the folder held before — removing them when it held none — so
+    that such a sweep leaves its folder as it found it. Only while ``multirun.yaml`` is still
+    one the marker lists (ours); anything else stays."""
+    folder, path = before.folder, before.folder / MULTIRUN
     try:
-        names = {e.name for e in os.scandir(folder)}
-        if names != {MULTIRUN, SWEEP_MARKER} or (folder / MULTIRUN).is_symlink() \
-                or sha256(folder / MULTIRUN) not in _sweep_hashes(folder):
-            return False
+        if path.is_symlink() or not path.is_file() or sha256(path) not in _sweep_hashes(folder):
+            return
     except (OSError, FolderRefused):
-        return False
-    (folder / MULTIRUN).unlink()
-    (folder / SWEEP_MARKER).unlink()
-    return True
+        return
+    for name, old in ((MULTIRUN, before.multirun), (SWEEP_MARKER, before.marker)):
+        if old is None:
+            (folder / name).unlink(missing_ok=True)
+        else:
+            rundir.atomic_write(folder / name, lambda tmp, b=old: Path(tmp).write_bytes(b))
 
 
 # ---------------------------------------------------------------------------- one JSON file

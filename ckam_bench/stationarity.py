@@ -366,6 +366,7 @@ def _app_main(cfg) -> int:
         print(f"ckam-bench-check: already checked for this config, skipped: {out_dir}",
               file=sys.stderr)
         return 0
+    cli.note_sweep_job(out_dir, ran=True)
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
             "experiment": experiment or "default", "kernel": choices.get("kernel"),

@@ -107,16 +107,17 @@ def program() -> str:
     return name if name.startswith("ckam-bench") else "ckam-bench"
 
 
-def claim_sweep_folder(folder, config) -> None:
+def claim_sweep_folder(folder, config):
     """Claim a sweep's folder before Hydra writes its ``multirun.yaml`` there (the text
     Hydra saves; :func:`ckam_bench.outputs.claim_sweep_folder`): a ``multirun.yaml`` that no
-    ckam-bench sweep wrote is never replaced — one line, exit 2, nothing changed."""
+    ckam-bench sweep wrote is never replaced — one line, exit 2, nothing changed. Returns the
+    folder's previous state (:class:`ckam_bench.outputs.SweepState`)."""
     from ckam_bench import outputs
     from ckam_bench.rundir import FolderRefused
 
     prog = program()
     try:
-        outputs.claim_sweep_folder(folder, OmegaConf.to_yaml(config))
+        return outputs.claim_sweep_folder(folder, OmegaConf.to_yaml(config))
     except FolderRefused as exc:
         print(f"{prog}: refused: hydra.sweep.dir: {exc}", file=sys.stderr)
         sys.exit(2)

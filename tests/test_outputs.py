@@ -167,14 +167,23 @@ def test_a_sweep_folder_claim_refuses_a_users_multirun_yaml(tmp_path):
         outputs.claim_sweep_folder(tmp_path / "afile", "hydra: {}\n")
 
 
-def test_settling_a_sweep_removes_only_its_own_bookkeeping_of_a_sweep_that_ran_nothing(tmp_path):
+def test_a_sweep_that_ran_nothing_restores_its_folder(tmp_path):
+    """restore_sweep_folder puts back what the folder held before Hydra wrote (nothing, or an
+    earlier sweep's multirun.yaml and marker), and only while multirun.yaml is still ours."""
     folder = tmp_path / "sweep"
-    outputs.claim_sweep_folder(folder, "hydra: {}\n")
-    (folder / "multirun.yaml").write_text("hydra: {}\n")
+    before = outputs.claim_sweep_folder(folder, "hydra: {a: 1}\n")
+    (folder / "multirun.yaml").write_text("hydra: {a: 1}\n")  # what Hydra writes
+    outputs.restore_sweep_folder(before)
+    assert listing(folder) == []  # a new folder: as it was (the caller removes it when empty)
+    outputs.claim_sweep_folder(folder, "hydra: {a: 1}\n")
+    (folder / "multirun.yaml").write_text("hydra: {a: 1}\n")
     (folder / "0_job").mkdir()
-    assert not outputs.settle_sweep_folder(folder)  # a job ran: everything stays
-    (folder / "0_job").rmdir()
+    old = {name: (folder / name).read_bytes() for name in ("multirun.yaml", outputs.SWEEP_MARKER)}
+    before = outputs.claim_sweep_folder(folder, "hydra: {a: 2}\n")  # a second sweep ...
+    (folder / "multirun.yaml").write_text("hydra: {a: 2}\n")
+    outputs.restore_sweep_folder(before)  # ... that ran nothing: the first one's record is back
+    assert {name: (folder / name).read_bytes() for name in old} == old
+    before = outputs.claim_sweep_folder(folder, "hydra: {a: 3}\n")
     (folder / "multirun.yaml").write_text("not ours\n")
-    assert not outputs.settle_sweep_folder(folder)  # not the file we listed: stays
-    (folder / "multirun.yaml").write_text("hydra: {}\n")
-    assert outputs.settle_sweep_folder(folder) and listing(folder) == []
+    outputs.restore_sweep_folder(before)  # not the file we listed: nothing touched
+    assert (folder / "multirun.yaml").read_text() == "not ours\n"
