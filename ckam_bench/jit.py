@@ -54,7 +54,7 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
 
 __all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
-           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum"]
+           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
@@ -98,6 +98,12 @@ def ran_compiled() -> None:
 def enabled() -> bool:
     """True when numba is importable and ``CKAM_BENCH_JIT`` does not switch compiled loops off."""
     return AVAILABLE and os.environ.get(ENV, "1").strip().lower() not in _OFF
+
+
+def as_enabled(fn):
+    """``fn`` (a :func:`helper`) compiled when :func:`enabled`, else its plain Python function
+    (what a Python loop calls per iteration, read at the time of the call)."""
+    return fn if enabled() else getattr(fn, "py_func", fn)
 
 
 class CompiledDensity(_Protocol):

@@ -221,7 +221,7 @@ class AdaptiveRWMixture(Sampler):
         self.target = target
         self.rng = rng
         self._density = jit.compiled_log_density(target)
-        self._step = _arwm_step if jit.enabled() else getattr(_arwm_step, "py_func", _arwm_step)
+        self._step = jit.as_enabled(_arwm_step)
         x, logp = check_start(target, x0)
         d = target.dim
         return ARWMState(x=x, logp=logp, t=0, mean=x.copy(), m2=np.zeros((d, d)), count=1.0)

@@ -100,7 +100,7 @@ def _gibbs_sweeps(x, nu, aux, xtx, xty, yty, n_obs, normals, expo, g_tau, g_sigm
 
 def sweeps():
     """The compiled sweeps, or their Python source when compiled loops are off (:mod:`ckam_bench.jit`)."""
-    return _gibbs_sweeps if jit.enabled() else getattr(_gibbs_sweeps, "py_func", _gibbs_sweeps)
+    return jit.as_enabled(_gibbs_sweeps)
 
 
 def draw_randoms(rng: np.random.Generator, n: int, p: int, n_obs: float):

@@ -259,7 +259,7 @@ class ParallelTempering(Sampler):
         self.target = target
         self.rng = rng
         self._density = jit.compiled_log_density(target)
-        self._step = _pt_step if jit.enabled() else getattr(_pt_step, "py_func", _pt_step)
+        self._step = jit.as_enabled(_pt_step)
         x, logp = check_start(target, x0)
         k, d = self.n_chains, target.dim
         chains, chain_logp = np.tile(x, (k, 1)), np.full(k, logp)

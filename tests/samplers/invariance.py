@@ -215,3 +215,33 @@ def assert_not_stationary(make_sampler, target, n_chains: int, times, seed: int 
         f"expected a clear failure (min Holm p < {alpha / margin:g}), got {result.min_p_holm:.3g} "
         f"({result.summary()['worst_test']})")
     return result
+
+
+def cut_gaussian_targets(cut: float):
+    """``(Plain, Compiled)``: target classes (``Plain(d)``) of one jitted log density,
+    N(0, diag(1, 2, …)) cut at x_0 > ``cut`` (−inf there: non-finite proposals). ``Plain`` has
+    no compiled density (a user's numpy target: the Python loops run), ``Compiled`` gives the
+    same function as its compiled density (the kernels run), so the two agree exactly."""
+    from ckam_bench import jit
+    from ckam_bench.targets.base import Target
+
+    @jit.numba.njit
+    def density(x):
+        if x[0] > cut:
+            return -math.inf
+        s = 0.0
+        for k in range(x.shape[0]):
+            s += x[k] * x[k] / (k + 1.0)
+        return -0.5 * s
+
+    class Plain(Target):
+        name = "plain_cut_gaussian"
+
+        def _log_density(self, x):
+            return density(x)
+
+    class Compiled(Plain):
+        def jit_log_density(self):
+            return density
+
+    return Plain, Compiled

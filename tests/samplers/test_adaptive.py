@@ -27,6 +27,7 @@ from ckam_bench.targets.base import Target
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.targets.mixtures import gmm2d
 from tests.samplers.invariance import (
+    cut_gaussian_targets,
     NonFiniteHalfPlane,
     Tempered,
     check_acceptance,
@@ -452,16 +453,6 @@ def test_plain_target_python_loop_with_and_without_numba(sampler_name, monkeypat
     assert s1.log_scale == pytest.approx(s0.log_scale, rel=1e-10)
 
 
-def _cut_gaussian(x):
-    """log density of N(0, diag(1, 2, …)) cut at x_0 > 1 (−inf there: non-finite proposals)."""
-    if x[0] > 1.0:
-        return -math.inf
-    s = 0.0
-    for k in range(x.shape[0]):
-        s += x[k] * x[k] / (k + 1.0)
-    return -0.5 * s
-
-
 @pytest.mark.parametrize("sampler_name", ["am", "rbam", "gam", "am_jittered"])
 def test_plain_target_python_loop_is_the_kernel_to_the_bit(sampler_name, monkeypatch):
     """On a plain-numpy target the Python loop calls the density once per iteration and does
@@ -474,17 +465,7 @@ def test_plain_target_python_loop_is_the_kernel_to_the_bit(sampler_name, monkeyp
     if not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     monkeypatch.setenv(jit.ENV, "1")
-    density = jit.numba.njit(_cut_gaussian)
-
-    class Plain(Target):
-        name = "plain_cut_gaussian"
-
-        def _log_density(self, x):
-            return density(x)
-
-    class Compiled(Plain):
-        def jit_log_density(self):
-            return density
+    Plain, Compiled = cut_gaussian_targets(1.0)
 
     make = {**SAMPLERS, "am_jittered": lambda: AdaptiveMetropolis(NU_2D, Constant(1.0), ridge=0.0)}[sampler_name]
     runs = {}

@@ -22,7 +22,7 @@ from ckam_bench.samplers.divergence.nearest import nearest
 from ckam_bench.schedules import Window
 from ckam_bench.targets.divergence import banana_dm, basis4
 from ckam_bench.targets.gaussians import Gaussian
-from tests.samplers.invariance import check_moments, loop, run_chains  # noqa: F401
+from tests.samplers.invariance import check_moments, cut_gaussian_targets, loop, run_chains  # noqa: F401
 
 # The default configs (conf/sampler/*.yaml): DM and Scout adapt during a window and collect
 # after it; the scouts first walk alone on π^τ; the finite variants use shorter phases here.
@@ -207,16 +207,6 @@ def test_python_loop_gives_the_compiled_chain(name, monkeypatch):
     np.testing.assert_allclose(chains[0], chains[1], rtol=1e-9, atol=1e-9)
 
 
-def _cut_gaussian(x):
-    """log density of N(0, diag(1, 2, …)) cut at x_0 > 1.5 (−inf there: non-finite proposals)."""
-    if x[0] > 1.5:
-        return -math.inf
-    s = 0.0
-    for k in range(x.shape[0]):
-        s += x[k] * x[k] / (k + 1.0)
-    return -0.5 * s
-
-
 def test_arwm_python_loop_is_the_kernel_to_the_bit(monkeypatch):
     """A plain-numpy target runs aRWM's Python loop: one density call and one compiled step per
     iteration. Its chain is the compiled kernel's and the all-Python loop's (CKAM_BENCH_JIT=0)
@@ -224,21 +214,10 @@ def test_arwm_python_loop_is_the_kernel_to_the_bit(monkeypatch):
     adaptive component and non-finite proposals (the density is one jitted function for all
     three, so the densities agree exactly)."""
     from ckam_bench import jit
-    from ckam_bench.targets.base import Target
 
     if not jit.AVAILABLE:
         pytest.skip("numba is not installed")
-    density = jit.numba.njit(_cut_gaussian)
-
-    class Plain(Target):
-        name = "plain_cut_gaussian"
-
-        def _log_density(self, x):
-            return density(x)
-
-    class Compiled(Plain):
-        def jit_log_density(self):
-            return density
+    Plain, Compiled = cut_gaussian_targets(1.5)
 
     runs = {}
     for loop, switch, make in (("step", "1", Plain), ("python", "0", Plain), ("kernel", "1", Compiled)):
