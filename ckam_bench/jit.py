@@ -54,7 +54,7 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
 
 __all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
-           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled"]
+           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled", "record_accept"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
@@ -231,6 +231,20 @@ def acceptance(r):
     if r == r and r > -math.inf:
         return 1.0 if r >= 0.0 else math.exp(r)
     return 0.0
+
+
+@helper
+def record_accept(r, log_u, i, s, slot, accepted, records):
+    """One iteration's accept step in a compiled step: α = :func:`acceptance` (r) into
+    ``records[0, i]``, a NaN or −∞ r counted in ``s[slot]``, the decision log u_i < r into
+    ``accepted[i]``; returns (α, accepted)."""
+    alpha = acceptance(r)
+    if not r > -math.inf:  # NaN or −∞
+        s[slot] += 1.0
+    accept = log_u[i] < r
+    accepted[i] = accept
+    records[0, i] = alpha
+    return alpha, accept
 
 
 @helper

@@ -218,12 +218,7 @@ def _gad_iteration(i, logp_y, y, gy, mode, w, L, moment, lefts, rights, s, t0, b
         r = log_ratio(mode, s[0], logp_y, eps, u_x, u_y)
     else:
         r = -math.inf
-    alpha = jit.acceptance(r)
-    if not r > -math.inf:  # NaN or −∞
-        s[3] += 1.0
-    accept = log_u[i] < r
-    accepted[i] = accept
-    records[0, i] = alpha
+    alpha, accept = jit.record_accept(r, log_u, i, s, 3, accepted, records)
     if adapting and not finite:  # α = 0 and no gradient: L shrinks (base.NONFINITE_SHRINK)
         L *= NONFINITE_SHRINK
     elif adapting:

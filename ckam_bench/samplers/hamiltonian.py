@@ -397,12 +397,7 @@ def _mala_iteration(i, logp_y, y, gy, x, g, s, t0, burn_in, z, log_u, params, sa
     sigma = math.exp(s[1])
     eps = z[i]
     r = _mala_log_ratio(logp_y, s[0], eps, g, gy, sigma)
-    alpha = jit.acceptance(r)
-    if not r > -math.inf:  # NaN or −∞
-        s[3] += 1.0
-    accept = log_u[i] < r
-    accepted[i] = accept
-    records[0, i] = alpha
+    alpha, accept = jit.record_accept(r, log_u, i, s, 3, accepted, records)
     records[1, i] = sigma
     if t < burn_in:
         s[1] = robbins_monro.update(s[1], t, alpha, params[0], params[1], params[2])
@@ -581,12 +576,7 @@ def _hmc_join(lp, i, w, s, da, t0, burn_in, n_leapfrog, z, log_u, params, sample
         _kick_drift(xn, pn, gn, step, minv)
         return i
     r = s[2] - (-lp + _kinetic(pn, minv, True)) if finite else -math.inf
-    alpha = jit.acceptance(r)
-    if not r > -math.inf:  # NaN or −∞
-        s[6] += 1.0
-    accept = log_u[i] < r
-    accepted[i] = accept
-    records[0, i] = alpha
+    alpha, accept = jit.record_accept(r, log_u, i, s, 6, accepted, records)
     records[1, i] = step
     if accept:
         _copy(x, xn)
