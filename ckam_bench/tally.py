@@ -100,7 +100,9 @@ class Tally:
         * ``stuck``: no move accepted over the last :data:`STUCK_FRACTION` of the iterations
           (at least :data:`STUCK_MIN`, or the whole run when shorter);
         * ``nonfinite_proposals``: every proposal of that stretch had a non-finite log density
-          (or gradient);
+          (or gradient). The flags are about the collected chain: ``Block.n_nonfinite`` counts
+          its proposals only (at most one per iteration; parallel tempering leaves out its
+          tempered chains), and a block counts when its count reaches its iterations;
         * ``nonfinite_state``: the chain's state or its log density became NaN or ±inf.
 
         A stuck chain's ESS and MCSE are meaningless (a constant chain has no variance): the

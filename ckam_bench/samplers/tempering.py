@@ -15,8 +15,11 @@ k chains x₁…x_k target π^{β_j} on a ladder of inverse temperatures 1 = β�
 
 Both moves leave ∏_j π^{β_j}(x_j) invariant, so chain 1 targets π; only chain 1 (β = 1) is
 collected. (The authors' ``PTk`` swaps any two chains; neighbour swaps are the standard choice
-and are what SPEC §3 asks for.) ``Block.accepted`` is chain 1's RW acceptance; the trace gets
-``swap_acceptance`` (per neighbouring pair, a list column) and ``swap_acceptance_mean``.
+and are what SPEC §3 asks for.) ``Block.accepted`` is chain 1's RW acceptance and
+``Block.n_nonfinite`` counts chain 1's non-finite proposals (the runner's health flags are about
+the collected chain: the hot chains of a healthy run on a target cut to a half-space propose
+outside it at most iterations); the trace gets ``swap_acceptance`` (per neighbouring pair, a
+list column), ``swap_acceptance_mean`` and ``n_nonfinite_all_chains`` (every chain's).
 
 Cost: k density evaluations per iteration (counted). Random numbers: row i of a pre-drawn
 (n, k(d + 1) + 2) normal block (k steps, k accept uniforms, the pair, the swap uniform), so a
@@ -48,7 +51,7 @@ MAX_CHAINS = 1000
 def _pt_loop(log_density, X, logps, betas, steps, normals):
     """n PT iterations in place on X (k, d) and logps (k,). Returns (samples of chain 1,
     chain 1's log ratios, chain 1's accept flags, chain 1's log π, swaps tried per pair,
-    swaps accepted per pair, n_nonfinite). Compiled only (:data:`_pt_kernel`); the Python loop is
+    swaps accepted per pair, chain 1's non-finite proposals, every chain's). Compiled only (:data:`_pt_kernel`); the Python loop is
     :func:`_pt_python_loop`, whose step :func:`_pt_step` does the same operations in the same order
     (its own copy: sharing helpers with it slowed this kernel by 2–25 %)."""
     n = normals.shape[0]
@@ -61,6 +64,7 @@ def _pt_loop(log_density, X, logps, betas, steps, normals):
     swapped = np.zeros(max(k - 1, 1))
     y = np.empty(d)
     n_nonfinite = 0
+    n_nonfinite_all = 0
     for i in range(n):
         row = normals[i]
         for j in range(k):
@@ -77,7 +81,9 @@ def _pt_loop(log_density, X, logps, betas, steps, normals):
             else:
                 r = -math.inf
                 acc = False
-                n_nonfinite += 1
+                n_nonfinite_all += 1
+                if j == 0:
+                    n_nonfinite += 1
             if j == 0:
                 log_ratio[i] = r
                 accepted[i] = acc
@@ -97,7 +103,7 @@ def _pt_loop(log_density, X, logps, betas, steps, normals):
         logp_out[i] = logps[0]
         for a in range(d):
             samples[i, a] = X[0, a]
-    return samples, log_ratio, accepted, logp_out, tried, swapped, n_nonfinite
+    return samples, log_ratio, accepted, logp_out, tried, swapped, n_nonfinite, n_nonfinite_all
 
 
 _pt_kernel = jit.kernel(jit.A2, jit.A1, jit.A1, jit.A1, jit.A2)(_pt_loop)
@@ -109,8 +115,8 @@ def _pt_step(i, work, normals, record):
     values in ``work``): that iteration's accept steps and swap, recorded in row i − 1 of
     ``record`` (chain 1's state, log ratio, accepted, log π) when i ≥ 1, then iteration i's
     k proposals (i < n) — one compiled call. ``work`` holds the chains X (k·d), their proposals
-    Y (k·d), log π of X and of Y, β, σ (k each), then the tally: non-finite proposals, swaps
-    tried and accepted per pair (k − 1 each)."""
+    Y (k·d), log π of X and of Y, β, σ (k each), then the tally: non-finite proposals (all
+    chains), swaps tried and accepted per pair (k − 1 each), chain 1's non-finite proposals."""
     n, d = normals.shape[0], record.shape[1] - 3
     k = (normals.shape[1] - 2) // (d + 1)
     kd = k * d
@@ -134,6 +140,8 @@ def _pt_step(i, work, normals, record):
                 r = -math.inf
                 acc = False
                 tally[0] += 1.0
+                if j == 0:
+                    tally[2 * k - 1] += 1.0
             if j == 0:
                 record[m, d], record[m, d + 1] = r, acc
         if k > 1:
@@ -168,7 +176,7 @@ def _pt_python_loop(log_density, X, logps, betas, steps, normals, step):
     n = normals.shape[0]
     k, d = X.shape
     kd = k * d
-    work = np.zeros(2 * kd + 6 * k - 1)
+    work = np.zeros(2 * kd + 6 * k)
     work[:kd], work[2 * kd:2 * kd + k] = X.ravel(), logps
     work[2 * kd + 2 * k:2 * kd + 3 * k], work[2 * kd + 3 * k:2 * kd + 4 * k] = betas, steps
     record = np.empty((n, d + 3))
@@ -182,7 +190,8 @@ def _pt_python_loop(log_density, X, logps, betas, steps, normals, step):
     X[:], logps[:] = work[:kd].reshape(k, d), work[2 * kd:2 * kd + k]
     tally = work[2 * kd + 4 * k:]
     return (np.ascontiguousarray(record[:, :d]), record[:, d].copy(), record[:, d + 1] == 1.0,
-            record[:, d + 2].copy(), tally[1:k].copy(), tally[k:2 * k - 1].copy(), int(tally[0]))
+            record[:, d + 2].copy(), tally[1:k].copy(), tally[k:2 * k - 1].copy(), int(tally[2 * k - 1]),
+            int(tally[0]))
 
 
 @dataclass(kw_only=True)
@@ -194,6 +203,8 @@ class TemperingState(ChainState):
     swaps_tried: np.ndarray
     """Swap attempts per neighbouring pair (k − 1,)."""
     swaps_accepted: np.ndarray
+    nonfinite_all: int = 0
+    """Non-finite proposals of every chain so far (``Block.n_nonfinite`` counts chain 1's)."""
 
 
 class ParallelTempering(Sampler):
@@ -283,7 +294,8 @@ class ParallelTempering(Sampler):
             rates = state.swaps_accepted / state.swaps_tried
         total = state.swaps_tried.sum()
         return {"swap_acceptance": rates,
-                "swap_acceptance_mean": float(state.swaps_accepted.sum() / total) if total else math.nan}
+                "swap_acceptance_mean": float(state.swaps_accepted.sum() / total) if total else math.nan,
+                "n_nonfinite_all_chains": float(state.nonfinite_all)}
 
     def advance(self, state: TemperingState, n: int):
         k, d = self.n_chains, self.target.dim
@@ -291,7 +303,7 @@ class ParallelTempering(Sampler):
         X = np.array(state.chains, dtype=float)
         logps = np.array(state.chain_logp, dtype=float)
         out = self._loop(X, logps, self.betas, self.steps, normals)
-        samples, log_ratio, accepted, logp_out, tried, swapped, n_nonfinite = out
+        samples, log_ratio, accepted, logp_out, tried, swapped, n_nonfinite, n_nonfinite_all = out
         self.target.n_density += k * n
         t = np.arange(state.t, state.t + n)
         block = Block(
@@ -306,5 +318,6 @@ class ParallelTempering(Sampler):
         )
         new = TemperingState(x=X[0].copy(), logp=float(logps[0]), t=state.t + n, chains=X, chain_logp=logps,
                              swaps_tried=state.swaps_tried + tried[: k - 1],
-                             swaps_accepted=state.swaps_accepted + swapped[: k - 1])
+                             swaps_accepted=state.swaps_accepted + swapped[: k - 1],
+                             nonfinite_all=state.nonfinite_all + int(n_nonfinite_all))
         return new, block
