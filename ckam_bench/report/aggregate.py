@@ -29,7 +29,11 @@ value is the step interpolant
     y_r(g) = y_{r,k(g)},   k(g) = max{k : x_{r,k} ≤ g},
 
 defined only for x_{r,1} ≤ g ≤ x_{r,K_r}: before a run's first checkpoint nothing is known,
-and after its last one the run has ended (NaN, left out). At each grid point
+and after its last one the run has ended (NaN, left out). The grid also holds every run's last
+x (x_{r,K_r} inside the grid's range), so each run's curve ends at its last checkpoint's value,
+the value the tables show (a grid point between x_{r,K_r−1} and x_{r,K_r} shows y_{r,K_r−1};
+without x_{r,K_r} in the grid the last value would appear only where a grid point happened to
+equal it). At each grid point
 (:func:`aggregate`) the finite values of the runs of a group give the median, the band
 quantiles (numpy's default linear interpolation between order statistics, e.g. the 10 %
 quantile of {1, 2, 3} is 1.2) and ``n_seeds``, the number of runs that contributed.
@@ -613,6 +617,19 @@ def step_values(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return out
 
 
+def with_run_ends(grid: np.ndarray, traces: pd.DataFrame, x: str, unit: str = "run_id") -> np.ndarray:
+    """``grid`` (sorted) plus the last finite ``x`` of every run (``unit``) that lies inside
+    [grid₁, grid_n]: the step interpolant of a run shows its last value only at a grid point
+    ≥ its last checkpoint, and the run has ended after it."""
+    grid = np.sort(np.asarray(grid, float))
+    if grid.size == 0 or x not in traces.columns or unit not in traces.columns:
+        return grid
+    xs = pd.to_numeric(traces[x], errors="coerce")
+    ends = xs[np.isfinite(xs)].groupby(traces[unit]).max().to_numpy(float)
+    ends = ends[(ends >= grid[0]) & (ends <= grid[-1])]
+    return np.union1d(grid, ends)
+
+
 def aggregate(traces: pd.DataFrame, x: str, y: str, by=("target", "sampler", "kernel"),
               band: tuple[float, float] = (10, 90), grid: np.ndarray | None = None,
               n: int = 200, log: bool = True, unit: str = "run_id") -> pd.DataFrame:
@@ -621,14 +638,16 @@ def aggregate(traces: pd.DataFrame, x: str, y: str, by=("target", "sampler", "ke
     Returns a tidy frame with the ``by`` columns, ``x`` (the grid point), ``median``, ``lo``,
     ``hi`` (the ``band`` percentiles) and ``n_seeds`` (runs with a finite value there); grid
     points where no run of a group has a value are left out. ``grid`` defaults to
-    :func:`common_grid` over all of ``traces`` (one grid shared by every group).
+    :func:`common_grid` over all of ``traces`` (one grid shared by every group); every run's
+    last x inside the grid's range is added to it (:func:`with_run_ends`), so no run's last
+    checkpoint is dropped.
     """
     lo_q, hi_q = _check_band(band)
     by = list(by)
     columns = [*by, "x", "median", "lo", "hi", "n_seeds"]
     if grid is None:
         grid = common_grid(traces, x, n=n, log=log)
-    grid = np.asarray(grid, float)
+    grid = with_run_ends(np.asarray(grid, float), traces, x, unit)
     frames = []
     for keys, group in traces.groupby(by, sort=True, dropna=False):
         curves = np.array([step_values(run[x].to_numpy(float),
