@@ -11,7 +11,9 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
 * validity: the stationarity checks stored under the results folder (``ckam-bench-check``
   outputs: a summary naming each failed check, the drift figures, the verdict table and each
   check's own figure), the runs the runner flagged (stuck chain, non-finite proposals or state; ⚠, also
-  in the ranking and the inventory's ``flags`` column), and the configuration groups whose
+  in the ranking and the inventory's ``flags`` column), the configurations the report's checks
+  flag (seeds that disagree, b² off the reference: :func:`ckam_bench.report.ranking.report_flags`),
+  and the configuration groups whose
   sampler reports non-diminishing adaptation
   (``status.json`` → ``sampler_info.adaptation``), marked ⚠ wherever they appear;
 * the run inventory: one row per loaded run (target, group, sampler, seed, state, budget,
@@ -35,6 +37,7 @@ import json
 import math
 from pathlib import Path
 
+from ckam_bench.report import ranking
 from ckam_bench.report.aggregate import FLAG_MARK, Results
 from ckam_bench.report.drawing import Rendered
 
@@ -270,6 +273,19 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
                          for g, r in flagged) + "</ul>")
     else:
         parts.append("<p>No run was flagged (stuck chain, non-finite proposals or state).</p>")
+    checked = [(g, ranking.report_flags(g)) for g in groups]
+    checked = [(g, found) for g, found in checked if found]
+    if checked:
+        parts.append(f'<p class="warn">{FLAG_MARK} These configurations are flagged by the '
+                     f"report's checks (seeds that disagree: R-hat > {ranking.RHAT_LIMIT}; b² "
+                     f"off: a final moment error more than {ranking.BIAS_SIGMAS:g} of the run's "
+                     "own MCSEs): they rank below every unflagged configuration.</p><ul>" + "".join(
+                         f"<li>{esc(g.target)}: {esc(g.label)}: "
+                         + esc("; ".join(found.values())) + "</li>" for g, found in checked)
+                     + "</ul>")
+    else:
+        parts.append("<p>No configuration was flagged by the report's checks (seeds that "
+                     "disagree, b² off the reference).</p>")
     unknown = sorted({g.label for g in groups if all(r.adaptation == "unknown" for r in g.runs)})
     if unknown:
         parts.append(f'<p class="note">Kind of adaptation not recorded for: '

@@ -23,7 +23,12 @@ b² where the trace has them, the cost to accuracy in seconds, density and gradi
 evaluations; R-hat and MCSE across the seeds (as chains) from arviz-stats
 (:func:`ckam_bench.interop.seed_diagnostics`). Rows are ranked on the first of: seconds to
 b² < 0.01 (lower is better), final KL (lower), min ESS per second (higher) that the runs
-have. A group whose sampler reports non-diminishing adaptation is marked "†".
+have and that is finite for some group; **ties** go to the next key, in the order seconds to
+b² < 0.01, final KL, final b², min ESS/s (a group that never reaches b² < 0.01 is ∞ on the
+first and is then ordered by its KL, b² and ESS, never by its name); groups equal on every key
+share a rank (1, 2, 2, 4). A NaN key sorts after every value. **A flagged group ranks below
+every unflagged one**, whatever its values (:func:`rank_order`). A group whose sampler reports
+non-diminishing adaptation is marked "†".
 
 **Warm-up.** The moment columns use the collected samples after the warm-up the run's
 ``metrics.moments.discard`` left out (:mod:`ckam_bench.metrics.moments`); a note states the
@@ -35,6 +40,22 @@ trustworthy ESS or MCSE (a chain that never moves has zero variance, which would
 perfect precision): its ESS per second and per gradient count as 0, its cost to accuracy (when
 its trace has b²) as ∞, and the MCSE of its group as ∞; the group's label carries "⚠ <flags> (k/n seeds)" and a
 note lists the runs and why.
+
+**Report flags** (:func:`report_flags`, from the stored runs, over a group's seeds):
+
+* ``seeds disagree``: the rank-normalised split R-hat across the seeds (as chains) exceeds
+  :data:`RHAT_LIMIT` = 1.01 (Vehtari et al. 2021): the seeds did not sample one distribution;
+* ``b² off``: at a run's last checkpoint, its worst standardised moment error is more than
+  :data:`BIAS_SIGMAS` = 10 of its own Monte Carlo standard errors. With n_eff = ess_min · k/n
+  (the whole chain's smallest bulk ESS, scaled to the k of n collected samples b² keeps), the
+  squared error of a mean in units of its MCSE is (m̂ − m)² / (Var X / n_eff) ≥ b²_j · n_eff,
+  and it is ≈ χ²₁ for a correct sampler; the run is flagged when b² · n_eff > 10² = 100. (A
+  χ²₁ exceeds 100 with probability 2·10⁻²³; taking the smallest ESS and applying it to the
+  second moments too makes the rule lenient by the ratio of ESSs, and 10 MCSEs leaves room for
+  an ESS overestimated several-fold.) Needs the trace columns ``bias2`` and ``ess_min``.
+
+A group with a report flag is marked like a runner-flagged one (⚠ and the flag in its label, a
+note with the values) and ranks below every unflagged group; its values are shown as measured.
 Percentiles interpolate linearly between order statistics; a range touching ∞ is ∞.
 """
 
@@ -67,6 +88,9 @@ COLUMNS = (
     ("to_acc_n_grad", "grad evals to b²<0.01", True),
 )
 PRIMARY = ("to_acc_sampler_seconds", "kl", "ess_per_second")
+TIE_KEYS = ("to_acc_sampler_seconds", "kl", "bias2", "ess_per_second")
+RHAT_LIMIT = 1.01
+BIAS_SIGMAS = 10.0
 GRADIENT_COLUMNS = ("ess_per_grad", "to_acc_n_grad")
 NOT_APPLICABLE = "–"  # a gradient column of a sampler that evaluates no gradient
 
@@ -178,17 +202,21 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     passed_over = keyed[:keyed.index(primary)] if primary in keyed else []
     gradient_free = {g.key for g in groups if all(_gradient_free(run.trace) for run in g.runs)}
 
-    def rank_key(group):
-        med = quantiles(values[group.key][primary])[0] if primary else math.nan
-        if math.isnan(med):
-            return (1, 0.0, group.label)
-        return (0, med if lower[primary] else -med, group.label)
+    order_keys = [primary] + [k for k in TIE_KEYS if k != primary
+                              and any(c[0] == k for c in present)] if primary else []
+    checks = {g.key: report_flags(g) if diagnostics else {} for g in groups}
 
-    ordered = sorted(groups, key=rank_key)
+    def rank_key(group):
+        meds = [quantiles(values[group.key][key])[0] for key in order_keys]
+        return (bool(group.flagged or checks[group.key]),
+                *((math.isnan(m), 0.0 if math.isnan(m) else (m if lower[k] else -m))
+                  for k, m in zip(order_keys, meds)))
+
+    ordered, ranks = rank_order(groups, rank_key, name=lambda g: g.label)
     rows, keys = [], []
-    for rank, group in enumerate(ordered, start=1):
+    for rank, group in zip(ranks, ordered):
         row = [str(rank), " ".join(filter(None, (group.label, MARK if group.non_diminishing else "",
-                                                 group.flag_text()))),
+                                                 group.flag_text(), report_flag_text(group, checks)))),
                str(len(group.runs))]
         key_row = [float(rank), None, float(len(group.runs))]
         for key, _, _ in present:
@@ -200,12 +228,7 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
             row.append(text)
             key_row.append(sort)
         if diagnostics:
-            from ckam_bench.interop import seed_diagnostics
-
-            try:
-                diag = seed_diagnostics(group.runs)
-            except Exception:  # runs whose stored samples disagree in shape: no R-hat
-                diag = {"rhat": math.nan, "mcse": math.nan}
+            diag = dict(group_diagnostics(group))
             if group.flagged:  # a stuck chain's zero variance is no precision
                 diag["mcse"] = math.inf
             for name in ("rhat", "mcse"):
@@ -236,6 +259,16 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
                      "accuracy: ∞): " + "; ".join(
                          f"{g.label} seed {r.seed}: " + ", ".join(f"{k} ({v})" for k, v in r.flags.items())
                          for g, r in flagged))
+    checked = [(g, checks[g.key]) for g in groups if checks[g.key]]
+    if checked:
+        notes.append(f"{FLAG_MARK} flagged by the report's checks (seeds that disagree: R-hat > "
+                     f"{RHAT_LIMIT}; b² off: a final moment error more than {BIAS_SIGMAS:g} of the "
+                     "run's own MCSEs; ranked below every unflagged configuration): " + "; ".join(
+                         f"{g.label}: " + "; ".join(v for v in found.values()) for g, found in checked))
+    if any(g.flagged or checks[g.key] for g in groups):
+        notes.append("a flagged configuration ranks below every unflagged one; ties go to the "
+                     "next key (s to b²<0.01, final KL, b², min ESS/s) and equal values share "
+                     "a rank")
     if diagnostics:
         notes.append("R-hat: largest rank-normalised split R-hat over coordinates, MCSE: "
                      "largest Monte Carlo standard error of the mean, both from arviz-stats "
@@ -243,6 +276,84 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)
+
+
+def rank_order(items, key, name=str):
+    """``items`` sorted on ``key`` (then ``name``, for display only) and their ranks:
+    1 + the number of items with a strictly smaller key, so equal keys share a rank
+    (competition ranking: 1, 2, 2, 4)."""
+    keyed = sorted(((key(item), name(item), i, item) for i, item in enumerate(items)),
+                   key=lambda t: (t[0], t[1], t[2]))
+    ranks, rank = [], 0
+    for pos, (k, _, _, _) in enumerate(keyed):
+        if pos == 0 or k != keyed[pos - 1][0]:
+            rank = pos + 1
+        ranks.append(rank)
+    return [t[3] for t in keyed], ranks
+
+
+def group_diagnostics(group: Group) -> dict[str, float]:
+    """R-hat and MCSE across the group's seeds (:func:`ckam_bench.interop.seed_diagnostics`),
+    NaN when they cannot be computed; cached on the group."""
+    cached = getattr(group, "_seed_diagnostics", None)
+    if cached is None:
+        from ckam_bench.interop import seed_diagnostics
+
+        try:
+            cached = seed_diagnostics(group.runs)
+        except Exception:  # runs whose stored samples disagree in shape: no R-hat
+            cached = {"rhat": math.nan, "mcse": math.nan}
+        group._seed_diagnostics = cached
+    return cached
+
+
+def bias_sigmas(trace: pd.DataFrame) -> float:
+    """√(b² · n_eff) at a run's last checkpoint: its worst standardised moment error in units
+    of its own MCSE (n_eff = ess_min · kept / collected; module docstring); NaN without
+    ``bias2`` or ``ess_min``."""
+    order = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
+    last = trace.sort_values(order, kind="stable").iloc[-1]
+
+    def get(name):
+        return float(pd.to_numeric(pd.Series([last.get(name, np.nan)]), errors="coerce").iloc[0])
+
+    b2, ess = get("bias2"), get("ess_min")
+    collected, discarded = get("n_collected"), get("moments_discarded")
+    kept = (collected - discarded) / collected if collected > 0 and math.isfinite(discarded) else 1.0
+    if not (math.isfinite(b2) and math.isfinite(ess)) or ess <= 0:
+        return math.nan
+    return math.sqrt(max(b2, 0.0) * ess * max(kept, 0.0))
+
+
+def report_flags(group: Group) -> dict[str, str]:
+    """The report's flags of a group (module docstring), flag → sentence; cached."""
+    cached = getattr(group, "_report_flags", None)
+    if cached is not None:
+        return cached
+    out, short = {}, []
+    rhat = group_diagnostics(group)["rhat"] if len(group.runs) > 1 else math.nan
+    if math.isfinite(rhat) and rhat > RHAT_LIMIT:
+        out["seeds disagree"] = (f"seeds disagree: R-hat {rhat:.3f} > {RHAT_LIMIT} across "
+                                 f"{len(group.runs)} seeds")
+        short.append(f"seeds disagree (R-hat {rhat:.3f})")
+    off = [(run.seed, bias_sigmas(run.trace)) for run in group.runs]
+    off = [(seed, z) for seed, z in off if z > BIAS_SIGMAS]
+    if off:
+        out["b² off"] = ("b² off the reference: final moment error of "
+                         + ", ".join(f"{z:.3g} MCSEs (seed {seed})" for seed, z in off)
+                         + f" > {BIAS_SIGMAS:g}")
+        short.append(f"b² off ({len(off)}/{len(group.runs)} seeds)")
+    group._report_flags, group._report_flag_short = out, ", ".join(short)
+    return out
+
+
+def report_flag_text(group: Group, checks: dict | None = None) -> str:
+    """``"⚠ seeds disagree (R-hat 1.823), b² off (1/3 seeds)"`` for a group with report
+    flags, else "" (``checks``: the flags already computed per group key)."""
+    found = checks.get(group.key) if checks is not None else report_flags(group)
+    if not found:
+        return ""
+    return f"{FLAG_MARK} {getattr(group, '_report_flag_short', '') or ', '.join(found)}"
 
 
 def discard_note(groups: list[Group]) -> str:
