@@ -160,6 +160,44 @@ def read_reference(path, dim: int | None = None) -> Reference:
                      mcse_mean=arrays["mcse_mean"], certificate=certificate, path=path)
 
 
+PROBE_RTOL = 1e-7
+"""Relative tolerance of :func:`check_probes`: far above the last-bit differences between CPUs'
+BLAS and SIMD kernels (~1e-15 relative), far below what a change of model or data does."""
+
+
+def probe_points(dim: int) -> list[np.ndarray]:
+    """The two points at which a certificate keeps log π: 0 and an even grid on [−1, 1]
+    (exact in binary floating point up to the last bit, on every CPU)."""
+    return [np.zeros(dim), np.linspace(-1.0, 1.0, dim)]
+
+
+def density_probes(target) -> dict:
+    """``{"log_density_probes": [log π(p) for p in probe_points]}`` for a certificate; nothing
+    for a noisy target (an estimate, not a function of the point)."""
+    if getattr(target, "noisy", False):
+        return {}
+    return {"log_density_probes": [float(target._log_density(p)) for p in probe_points(target.dim)]}
+
+
+def check_probes(target, certificate: dict, path) -> None:
+    """Refuse a reference whose certificate's log π at the probe points is not the target's
+    (to :data:`PROBE_RTOL`, or + 1e-7 absolute near 0): the same id (data and settings, by
+    their bytes) but another density, e.g. a model whose covariates changed. References
+    without probes (older certificates) pass."""
+    stored = certificate.get("log_density_probes")
+    if stored is None or getattr(target, "noisy", False):
+        return
+    now = density_probes(target)["log_density_probes"]
+    for point, (a, b) in enumerate(zip(stored, now)):
+        a, b = float(a), float(b)
+        same = (a == b) or (np.isfinite(a) and np.isfinite(b)
+                            and abs(a - b) <= PROBE_RTOL * max(abs(a), abs(b)) + 1e-7)
+        if not same:
+            raise ValueError(f"reference file {str(path)!r} was made for another density: log π "
+                             f"at probe point {point} is {a!r} there and {b!r} for this target "
+                             "(same data and settings by their bytes, different model code?)")
+
+
 def find_reference(target) -> Path | None:
     """Path of ``target``'s reference file (shipped first, then the cache), or None."""
     name = f"{target.reference_id()}.npz"
@@ -177,7 +215,9 @@ def load_reference(target) -> Reference | None:
         from ckam_bench.posteriordb import reference_for
 
         return reference_for(target)
-    return read_reference(path, target.dim)
+    reference = read_reference(path, target.dim)
+    check_probes(target, reference.certificate, path)
+    return reference
 
 
 # ---------------------------------------------------------------------------- certification
@@ -478,6 +518,7 @@ def certify_runs(target, runs: list[ChainRun], *, burn_in: int, iterations: int,
     strict = float(rhat_max) <= RHAT_MAX and float(ess_min) >= ESS_MIN
     certificate = {
         "reference_id": target.reference_id(),
+        **density_probes(target),
         "certified": bool(ok) and strict,
         # criteria met, but looser than posteriordb's: stored as provisional, never certified
         "provisional": bool(ok) and not strict,

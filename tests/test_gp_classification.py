@@ -16,7 +16,7 @@ from tests.test_configs import composed
 
 @pytest.fixture(scope="module")
 def glass():
-    return load_glass()
+    return load_glass()[:2]
 
 
 def small(glass, n=30, **kwargs):

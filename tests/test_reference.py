@@ -201,7 +201,7 @@ def test_noisy_target_chains_are_independent_and_split_invariant():
     from ckam_bench.reference import run_chains
     from ckam_bench.targets.gp_classification import GPClassification, load_glass
 
-    X, y = load_glass()
+    X, y, _ = load_glass()
     rows = np.random.default_rng(0).choice(len(y), 25, replace=False)
 
     def chains(ids):

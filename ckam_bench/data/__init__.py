@@ -9,6 +9,8 @@ environment variable, so a user can point it at another copy without editing con
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
 from pathlib import Path
 
@@ -33,3 +35,19 @@ def data_file(name: str, override: str | os.PathLike | None = None, env: str | N
     if not path.is_file():
         raise DataFileError(f"{source}: data file {str(path)!r} does not exist")
     return path
+
+
+def content_sha256(path: str | os.PathLike) -> str:
+    """sha256 (hex) of a data file's content: its bytes, or the decompressed bytes of a ``.gz``
+    file (so recompressing it changes nothing).
+
+    This is how a target that reads a file identifies its data (the ``data_sha256`` of its
+    ``describe()``, hence its reference id): from the bytes that define the distribution, never
+    from arrays computed from them, whose last bits depend on the CPU's BLAS and SIMD kernels."""
+    h = hashlib.sha256()
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

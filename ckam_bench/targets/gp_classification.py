@@ -63,7 +63,7 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.special import expit, logsumexp
 
-from ckam_bench.data import data_file
+from ckam_bench.data import content_sha256, data_file
 from ckam_bench.targets.base import Target
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -104,12 +104,16 @@ class GPClassification(Target):
     jitter : ε added to the kernel's diagonal (≥ 0).
     start : default start (p,); None gives 0.
     name : short name (the YAML name).
+    data_sha256 : the identity of the data (part of :meth:`describe`, hence of the reference
+        id): pass the digest of the file the arrays come from (:func:`ckam_bench.data.
+        content_sha256`) when ``X`` is computed from it, as :func:`gp_glass` does (whitening's
+        last bits depend on the CPU's BLAS kernel); None hashes ``X`` and ``y`` as given.
     """
 
     noisy = True
 
     def __init__(self, X, y, n_importance: int = 100, prior_variance: float = 5.0, jitter: float = 1e-6,
-                 start=None, name: str = "gp_classification"):
+                 start=None, name: str = "gp_classification", data_sha256: str | None = None):
         X, y = np.asarray(X, float), np.asarray(y, float).ravel()
         if X.ndim != 2 or X.shape[0] < 2 or X.shape[0] > MAX_POINTS or not np.all(np.isfinite(X)):
             raise ValueError(f"X must be a finite (n, p) array with 2 <= n <= {MAX_POINTS}, got shape {X.shape}")
@@ -130,7 +134,8 @@ class GPClassification(Target):
         self.X, self.y, self.t = X, y, 0.5 * (y + 1.0)
         self.n_importance, self.prior_variance, self.jitter = n_importance, prior_variance, jitter
         self._sqdiff = (X[:, None, :] - X[None, :, :]) ** 2  # (n, n, p)
-        self.digest = hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest()[:16]
+        self.digest = (str(data_sha256) if data_sha256 is not None else
+                       hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest())[:16]
         self.rng = np.random.default_rng(0)
         self._warm = None  # â of the previous estimate: the next Newton search starts there
 
@@ -237,8 +242,9 @@ class GPClassification(Target):
                 "jitter": self.jitter, "coordinates": "theta_d = log ell_d^2"}
 
 
-def load_glass(data_file_override=None, key: str = "data_file") -> tuple[np.ndarray, np.ndarray]:
-    """Glass features, centred and whitened (n − 1 covariance), and labels ±1 (+1: types 1–4)."""
+def load_glass(data_file_override=None, key: str = "data_file") -> tuple[np.ndarray, np.ndarray, str]:
+    """Glass features, centred and whitened (n − 1 covariance), labels ±1 (+1: types 1–4), and
+    the sha256 of the file's bytes (the data's identity)."""
     path = data_file("glass.data", data_file_override, env="CKAM_BENCH_GLASS", key=key)
     raw = np.loadtxt(path, delimiter=",")
     if raw.ndim != 2 or raw.shape[1] != 11:
@@ -247,7 +253,7 @@ def load_glass(data_file_override=None, key: str = "data_file") -> tuple[np.ndar
     Xc = X - X.mean(axis=0)
     L = np.linalg.cholesky(np.cov(Xc, rowvar=False))
     Z = solve_triangular(L, Xc.T, lower=True).T
-    return Z, np.where(kind <= 4, 1.0, -1.0)
+    return Z, np.where(kind <= 4, 1.0, -1.0), content_sha256(path)
 
 
 def gp_glass(dim: int = 9, n_importance: int = 100, prior_variance: float = 5.0, jitter: float = 1e-6,
@@ -256,6 +262,6 @@ def gp_glass(dim: int = 9, n_importance: int = 100, prior_variance: float = 5.0,
     (also ``$CKAM_BENCH_GLASS``)."""
     if int(dim) != 9:
         raise ValueError(f"dim must be 9 for target 'gp_glass', got {dim}")
-    X, y = load_glass(data_file)
+    X, y, sha = load_glass(data_file)
     return GPClassification(X, y, n_importance=n_importance, prior_variance=prior_variance, jitter=jitter,
-                            name="gp_glass")
+                            name="gp_glass", data_sha256=sha)

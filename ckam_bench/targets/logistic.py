@@ -67,7 +67,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
-from ckam_bench.data import DataFileError, data_file
+from ckam_bench.data import DataFileError, content_sha256, data_file
 from ckam_bench.targets.base import Target
 
 MAX_DESIGN_ENTRIES = 50_000_000
@@ -432,7 +432,8 @@ class LogisticRegression(Target):
         self.X = X
         self.y = y
         self._c = X.T @ y
-        self._digest = hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest()
+        self._digest = hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest()  # this process's compiled-code key
+        self._data_sha256 = content_sha256(path)  # the identity: the file's bytes, not the standardised design
 
     @property
     def n_obs(self) -> int:
@@ -505,4 +506,4 @@ class LogisticRegression(Target):
 
     def describe(self) -> dict:
         return {**super().describe(), "dataset": self.dataset, "n_obs": self.n_obs,
-                "data_sha256": self._digest[:16]}
+                "data_sha256": self._data_sha256[:16]}

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
+from ckam_bench.data import content_sha256
 from ckam_bench.targets.base import Target
 
 INSTALL = 'pip install "ckam-bench[pymc]"'
@@ -442,13 +443,32 @@ class PyMCModel(Target):
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict:
-        """The model, its data and a fingerprint of its density (log π at three fixed points,
-        10 significant digits), so a changed model never matches another's reference."""
-        probes = [np.zeros(self.dim), np.linspace(-1.0, 1.0, self.dim), self.start]
-        fingerprint = ",".join(f"{self._log_density(p):.10g}" for p in probes)
+        """The model and its data, identified by bytes: the sha256 of the source file that defines
+        the model function and of its data (the ``target.data`` file, else the observed and
+        ``pm.Data`` arrays as the model builds them). Never a floating-point result (log π at
+        some points, say), whose last bits depend on the CPU: the reference id computed from
+        this is the same on every machine. A reference's certificate also keeps log π at two
+        points, compared with a tolerance when it is loaded (:func:`ckam_bench.reference.
+        density_probes`), which catches a model whose covariates changed under the same source."""
+        data = (content_sha256(Path(str(self.data_file)).expanduser()) if self.data_file is not None
+                else hashlib.sha256(self.buffer.tobytes()).hexdigest())
         return {**super().describe(), "model": self.spec, "coordinates": self.coordinates,
-                "data_sha256": hashlib.sha256(self.buffer.tobytes()).hexdigest()[:16],
-                "logp_sha256": hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}
+                "data_sha256": data[:16], "source_sha256": _source_sha256(self.spec)[:16]}
+
+
+def _source_sha256(spec: str) -> str:
+    """sha256 of the bytes of the file that defines ``spec``'s model function (its module's
+    source; the function's own text when the file cannot be found)."""
+    import inspect
+
+    function = load_function(spec)
+    try:
+        return content_sha256(inspect.getsourcefile(function))
+    except (TypeError, OSError):
+        try:
+            return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
+        except (TypeError, OSError):
+            return hashlib.sha256(spec.encode()).hexdigest()
 
 
 def _read_data(path) -> dict:
