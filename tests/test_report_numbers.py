@@ -125,3 +125,114 @@ def test_a_b2_far_beyond_the_runs_own_mcse_is_flagged(tmp_path):
     group = next(g for g in results.groups("bimodal") if g.sampler == "rw")
     assert ranking.bias_sigmas(group.runs[0].trace) == pytest.approx(np.sqrt(250.0))
     assert "15.8 MCSEs (seed 0)" in ranking.report_flags(group)["b² off"]
+
+
+# ---------------------------------------------------------------------------- posteriordb suite
+def test_discarded_count_is_the_moment_metrics_rule():
+    """One function says how many collected samples b² leaves out, for an integer count and a
+    fraction; the metric's moments_discarded is it at every checkpoint."""
+    from ckam_bench.metrics.moments import MomentErrors, discarded_count
+    from ckam_bench.targets.gaussians import gauss2d_corr
+
+    assert discarded_count(1000, 5000) == 1000 and discarded_count(1000, 600) == 600
+    assert discarded_count(0.0, 5000) == 0
+    for discard in (1000, 0.1, 0.25):
+        metric = MomentErrors(gauss2d_corr(), discard=discard)
+        rng = np.random.default_rng(0)
+        for block in (7, 300, 1, 2500, 4000):
+            metric.update(rng.standard_normal((block, 2)))
+            m = discarded_count(discard, metric.n)
+            if m < metric.n:
+                assert metric.compute()["moments_discarded"] == m
+        assert 0.1 * 6808 / 1.05 <= discarded_count(0.1, 6808) <= 0.1 * 6808
+
+
+def _suite_run(tmp_path, discard, collected=3000, stride=2, warm=1000):
+    """A stored run whose first ``warm`` collected draws sit far off (the warm-up), then N(0, 1);
+    ``stride``: the thinning of the stored draws."""
+    import pandas as pd
+
+    from ckam_bench import rundir, store
+    from ckam_bench.report.aggregate import StoredRun
+
+    path = tmp_path / f"run_{discard}"
+    path.mkdir()
+    index = np.arange(0, collected, stride)
+    x = np.random.default_rng(1).standard_normal((index.size, 2))
+    x[index < warm] += 50.0
+    samples = pd.DataFrame({"index": index, "x0": x[:, 0], "x1": x[:, 1]})
+    rundir.write_parquet(samples, path / store.SAMPLES)
+    trace = pd.DataFrame({"checkpoint": [0, 1], "n_collected": [collected // 2, collected],
+                          "bias2": [0.5, 0.001], "n_grad": 0.0, "n_density": [10.0, 20.0]})
+    config = {"metrics": {"moments": {"_target_": "ckam_bench.metrics.moments.MomentErrors",
+                                      "discard": discard}}}
+    return StoredRun(path, {"flags": []}, config, {}, trace)
+
+
+def test_an_integer_discard_is_a_count_in_the_suites_pass_fail(tmp_path, monkeypatch):
+    from ckam_bench.report import posteriordb_suite as suite
+
+    monkeypatch.setattr(suite, "_reference_moments", lambda name: (np.zeros(2), np.ones(2)))
+    run = _suite_run(tmp_path, 1000)  # the first 1000 collected draws: the warm-up
+    assert suite.run_passes(run, "p") is True
+    assert suite.kept_draws(run, run.samples()).shape[0] == 1000  # indices 1000, 1002, …
+    short = _suite_run(tmp_path, 0.1)  # leaves out ~300 of 3000: the warm-up stays in
+    assert suite.run_passes(short, "p") is False
+
+
+def _group(sampler, label, settings, evaluations, passes=True, flags=(), b2=0.001):
+    import pandas as pd
+    from types import SimpleNamespace
+
+    trace = pd.DataFrame({"bias2": [b2]})
+    run = SimpleNamespace(evaluations=evaluations, passes=passes, flags=dict.fromkeys(flags, "x"),
+                          trace=trace, posterior=settings.get("target.model"))
+    return SimpleNamespace(label=label, sampler=sampler, runs=[run], non_diminishing=False,
+                           settings=settings)
+
+
+def _suite_tables(monkeypatch, groups):
+    from types import SimpleNamespace
+
+    from ckam_bench.report import posteriordb_suite as suite
+
+    monkeypatch.setattr(suite, "_posterior", lambda run: run.posterior)
+    monkeypatch.setattr(suite, "run_evaluations", lambda run: (run.evaluations, ""))
+    monkeypatch.setattr(suite, "run_passes", lambda run, name: run.passes)
+    return {t.stem: t for t in suite.tables(SimpleNamespace(groups=lambda: groups))}
+
+
+def test_suite_rows_are_keyed_by_configuration(monkeypatch):
+    """(am, ridge=0.001) on two posteriors is one suite row although its per-target labels
+    differ; two configurations sharing the label "am" on different posteriors are two rows."""
+    def am(ridge, model):
+        return {"choice.sampler": "am", "sampler.ridge": ridge, "target.model": model,
+                "choice.target": "pymc", "loops": "python"}
+
+    groups = [_group("am", "am [ridge=0.001]", am(0.001, "a"), 10.0),
+              _group("am", "am [ridge=0.1]", am(0.1, "a"), 20.0),
+              _group("am", "am", am(0.001, "b"), 30.0),
+              _group("am", "am", am(0.01, "c"), 40.0)]
+    out = _suite_tables(monkeypatch, groups)
+    suite = {row[1]: row for row in out["posteriordb_suite"].rows}
+    assert sorted(suite) == ["am [ridge=0.001]", "am [ridge=0.01]",
+                             "am [ridge=0.1]"]
+    assert suite["am [ridge=0.001]"][4] == "2"  # posteriors run
+    assert [r[1] for r in out["posteriordb_b"].rows] == ["am [ridge=0.001]"]
+
+
+def test_suite_ties_share_a_rank_and_a_flagged_run_ranks_last(monkeypatch):
+    """rw stuck on kilpisjarvi (∞, flagged) never ranks above AM; ∞ ties go to the final b²;
+    equal values share a rank."""
+    def cfg(sampler, model):
+        return {"choice.sampler": sampler, "target.model": model}
+
+    groups = [_group("rw", "rw", cfg("rw", "k"), np.inf, passes=False, flags=["stuck"], b2=0.0),
+              _group("am", "am", cfg("am", "k"), np.inf, passes=False, b2=0.5),
+              _group("gam", "gam", cfg("gam", "k"), np.inf, passes=False, b2=0.2),
+              _group("nuts", "nuts", cfg("nuts", "k"), np.inf, passes=False, b2=0.2)]
+    out = _suite_tables(monkeypatch, groups)
+    rows = [(r[0], r[1]) for r in out["posteriordb_k"].rows]
+    assert rows == [("1", "gam"), ("1", "nuts"), ("3", "am"), ("4", "rw ⚠ stuck (1/1 seeds)")]
+    suite = [(r[0], r[1]) for r in out["posteriordb_suite"].rows]
+    assert suite == [("1", "gam"), ("1", "nuts"), ("3", "am"), ("4", "rw")]

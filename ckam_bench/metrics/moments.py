@@ -71,6 +71,20 @@ def _check_discard(discard):
 QUADRATURE_SDS, QUADRATURE_POINTS = 12.0, 4001
 
 
+def discarded_count(discard, n: int) -> int:
+    """How many of the first ``n`` collected samples the errors leave out (the module
+    docstring's rule, shared with the posteriordb suite's pass/fail): an integer count ≥ 1
+    leaves out min(count, n); a fraction the largest grid count m ≤ ⌊discard · n⌋ (grid
+    m₀ = 0, m_{i+1} = max(m_i + 1, ⌈1.05 m_i⌉))."""
+    discard, n = _check_discard(discard), int(n)
+    if isinstance(discard, int):
+        return min(discard, n)
+    limit, m = math.floor(discard * n), 0
+    while (step := max(m + 1, math.ceil(GRID_RATIO * m))) <= limit:
+        m = step
+    return m
+
+
 class MomentErrors:
     """Checkpoint metric: mean and second-moment errors, ‖Ê[X]‖, Ê[X] and b².
 
@@ -179,7 +193,7 @@ class MomentErrors:
         """Trace columns: mean_error, second_moment_error, mean_norm, bias2 (floats),
         mean_estimate (a (d,) array, stored as a list column), all over the samples kept after
         the warm-up (NaN before any), and moments_discarded (the samples left out)."""
-        limit = self.discard if isinstance(self.discard, int) else math.floor(self.discard * self.n)
+        limit = discarded_count(self.discard, self.n)  # a grid count reached: one of the marks
         k = int(np.searchsorted(self.marks, limit, side="right")) - 1
         kept = self.n - self.marks[k] if limit < self.n else 0
         if kept == 0:

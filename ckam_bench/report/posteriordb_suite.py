@@ -11,27 +11,43 @@ of :data:`ckam_bench.posteriordb.SUITE`) are grouped per posterior and sampler c
   below, with the reason: ``stuck`` or ``diverging`` (non-finite proposals or state) when the
   runner flagged the run, else ``out of budget``;
 * **pass/fail** against the reference, on the unconstrained coordinates: the run's stored
-  draws (``samples.parquet``, without the first ``metrics.moments.discard`` fraction, as
-  for b²) have every mean within 0.1 reference sd of the reference mean and
-  every sd within 10 % of the reference sd.
+  draws (``samples.parquet``) after the warm-up b² leaves out — the stored draws whose
+  collected index is at least :func:`ckam_bench.metrics.moments.discarded_count` of the run's
+  ``metrics.moments.discard`` (an integer: a count; a float: a fraction) and its collected
+  samples at the last checkpoint, the function the moment errors use — have every mean within
+  0.1 reference sd of the reference mean and every sd within 10 % of the reference sd.
 
-Per posterior, the groups are ranked by the median over seeds of the evaluations to accuracy
-(∞ last); a group passes when every seed passes. Over the suite, the samplers are ranked by the
-number of posteriors passed, then by the mean of their per-posterior ranks.
+**Rows are keyed by configuration**, not by the per-target label: a configuration is its full
+settings (:attr:`ckam_bench.report.aggregate.StoredRun.settings`) without the target's own keys
+(``target.*``, ``choice.target``, and ``loops``: compiled or Python, which the target decides), so one configuration run on several posteriors is one row
+of the suite table and two configurations are never merged; each is labelled by its sampler and
+the settings that tell it apart from the suite's other configurations of that sampler.
+
+Per posterior, the groups are ranked on, in order: flagged by the runner (a flagged run is never
+above an unflagged one), failing against the reference, the median over seeds of the
+evaluations to accuracy (∞ last), the median final b² (NaN last); groups equal on all of these
+share a rank (:func:`ckam_bench.report.ranking.rank_order`). A group passes when every seed
+passes. Over the suite, the configurations are ranked by the number of posteriors passed, then
+by the mean of their per-posterior ranks (equal: a shared rank).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
-from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.ranking import MARK, NON_DIMINISHING_NOTE, cost_to_accuracy
+from ckam_bench.report.aggregate import FLAG_MARK, Results, StoredRun, _tag, differing_keys
+from ckam_bench.report.ranking import MARK, NON_DIMINISHING_NOTE, cost_to_accuracy, rank_order
 from ckam_bench.report.tables import Table
 
 MEAN_TOL, SD_TOL = 0.1, 0.1
+TARGET_KEYS = ("target.", "choice.target", "loops")
+"""Settings that belong to the target, not the configuration (``loops``: whether the target had
+a compiled density)."""
 
 
 def _posterior(run: StoredRun) -> str | None:
@@ -66,21 +82,56 @@ def run_evaluations(run: StoredRun) -> tuple[float, str]:
     return value, "out of budget"
 
 
+def discard_setting(run: StoredRun):
+    """The run's ``metrics.moments.discard`` (status ``metrics_info``, else the stored config,
+    else the metric's default)."""
+    from ckam_bench.metrics.moments import DISCARD
+
+    info = ((run.status.get("metrics_info") or {}).get("moments") or {})
+    if "discard" in info:
+        return info["discard"]
+    node = ((run.config or {}).get("metrics") or {}).get("moments") or {}
+    value = node.get("discard", DISCARD) if isinstance(node, dict) else DISCARD
+    return DISCARD if value is None else value
+
+
+def kept_draws(run: StoredRun, samples) -> np.ndarray:
+    """The stored draws (n, d) after the warm-up b² left out at the run's last checkpoint
+    (module docstring): those whose collected index is ≥ m = discarded_count(discard, n)."""
+    from ckam_bench.metrics.moments import discarded_count
+
+    cols = sorted((c for c in samples.columns if c.startswith("x") and c[1:].isdigit()),
+                  key=lambda c: int(c[1:]))
+    x = samples[cols].to_numpy(float)
+    index = samples["index"].to_numpy(np.int64) if "index" in samples else np.arange(len(x))
+    trace = run.trace
+    n = (float(trace["n_collected"].iloc[-1]) if "n_collected" in trace
+         else float(index.max() + 1) if index.size else 0.0)
+    return x[index >= discarded_count(discard_setting(run), int(n))]
+
+
 def run_passes(run: StoredRun, name: str) -> bool | None:
     """Means within 0.1 reference sd and sds within 10 % on every coordinate; None without
     stored draws."""
     samples = run.samples()
     if samples is None or samples.empty:
         return None
-    x = samples[[c for c in samples.columns if c.startswith("x") and c[1:].isdigit()]].to_numpy(float)
-    moments = ((run.config or {}).get("metrics") or {}).get("moments") or {}
-    x = x[int(len(x) * float(moments.get("discard", 0.0) or 0.0)):]  # the warm-up, as b² leaves it out
+    x = kept_draws(run, samples)
     mean, sd = _reference_moments(name)
     if x.shape[1] != mean.size:
         return None
+    if x.shape[0] == 0:
+        return False
     ok_mean = np.abs(x.mean(axis=0) - mean) <= MEAN_TOL * sd
     ok_sd = np.abs(x.std(axis=0) - sd) <= SD_TOL * sd
     return bool(np.all(ok_mean & ok_sd))
+
+
+def _final_bias2(run) -> float:
+    trace = getattr(run, "trace", None)
+    if trace is None or "bias2" not in trace:
+        return math.nan
+    return float(trace["bias2"].iloc[-1])
 
 
 def _text(value: float) -> str:
@@ -92,9 +143,44 @@ def marked_note(marked: bool) -> list[str]:
     return [NON_DIMINISHING_NOTE] if marked else []
 
 
+def config_key(group) -> str:
+    """The configuration of a group without its target's keys (module docstring)."""
+    settings = getattr(group, "settings", None)
+    if settings is None:
+        return f"label:{group.label or group.sampler}"
+    kept = {k: v for k, v in settings.items() if not k.startswith(TARGET_KEYS)}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def suite_labels(configs: dict) -> dict[str, str]:
+    """A label per configuration key (``configs``: key → a group of it): its sampler plus the
+    settings in which it differs from the suite's other configurations of that sampler."""
+    labels = {}
+    for key, group in configs.items():
+        settings = getattr(group, "settings", None)
+        if settings is None:
+            labels[key] = group.label or group.sampler
+            continue
+        same = [SimpleNamespace(settings={k: v for k, v in g.settings.items()
+                                          if not k.startswith(TARGET_KEYS)})
+                for g in configs.values()
+                if g.sampler == group.sampler and getattr(g, "settings", None) is not None]
+        keys = differing_keys(same)
+        tags = [_tag(k, settings.get(k, "unset")) for k in keys[:3]]
+        tags += [f"+{len(keys) - 3} more"] if len(keys) > 3 else []
+        labels[key] = f"{group.sampler} [{', '.join(tags)}]" if tags else group.sampler
+    seen: dict[str, int] = {}
+    for key in sorted(labels):
+        seen[labels[key]] = seen.get(labels[key], 0) + 1
+        if seen[labels[key]] > 1:
+            labels[key] = f"{labels[key]} #{seen[labels[key]]}"
+    return labels
+
+
 def tables(results: Results) -> list[Table]:
     """One ranking table per suite posterior and one over the suite (none without suite runs)."""
-    per_posterior: dict[str, list[tuple]] = {}
+    per_posterior: dict[str, list[dict]] = {}
+    configs: dict[str, object] = {}
     marked = False
     for group in results.groups():
         names = {_posterior(r) for r in group.runs}
@@ -105,40 +191,60 @@ def tables(results: Results) -> list[Table]:
         values = [v for v, _ in evaluations]
         reasons = sorted({why for _, why in evaluations if why})
         passes = [run_passes(r, name) for r in group.runs]
-        median = float(np.median(values)) if values else math.nan
-        label = group.label or group.sampler
-        if group.non_diminishing:
-            label, marked = f"{label} {MARK}", True
-        per_posterior.setdefault(name, []).append((label, median, reasons, passes))
+        flagged = [r for r in group.runs if getattr(r, "flags", None)]
+        key = config_key(group)
+        configs.setdefault(key, group)
+        marked = marked or bool(group.non_diminishing)
+        per_posterior.setdefault(name, []).append({
+            "key": key, "median": float(np.median(values)) if values else math.nan,
+            "bias2": float(np.nanmedian(b2)) if np.isfinite(b2 := [_final_bias2(r) for r in
+                                                                   group.runs]).any() else math.nan,
+            "reasons": reasons, "passes": passes, "non_diminishing": bool(group.non_diminishing),
+            "flag": (f"{FLAG_MARK} " + ", ".join(dict.fromkeys(n for r in flagged for n in r.flags))
+                     + f" ({len(flagged)}/{len(group.runs)} seeds)") if flagged else ""})
+    labels = suite_labels(configs)
     out, ranks, passed = [], {}, {}
     for name in sorted(per_posterior):
-        # a configuration that fails against the reference ranks below every one that passes,
-        # however early its b² dipped below 0.01
-        rows = sorted(per_posterior[name],
-                      key=lambda r: (not all(p is True for p in r[3]), math.isnan(r[1]), r[1]))
+        def rank_key(row):
+            return (bool(row["flag"]), not all(p is True for p in row["passes"]),
+                    math.isnan(row["median"]), 0.0 if math.isnan(row["median"]) else row["median"],
+                    math.isnan(row["bias2"]), 0.0 if math.isnan(row["bias2"]) else row["bias2"])
+
+        rows, row_ranks = rank_order(per_posterior[name], rank_key, name=lambda r: labels[r["key"]])
         body, keys = [], []
-        for rank, (label, median, reasons, passes) in enumerate(rows, start=1):
+        for rank, row in zip(row_ranks, rows):
+            passes, median = row["passes"], row["median"]
             verdict = ("n/a" if any(p is None for p in passes)
                        else "pass" if all(passes) else f"fail ({passes.count(False)}/{len(passes)} seeds)")
-            why = f" ({', '.join(reasons)})" if math.isinf(median) and reasons else ""
+            why = f" ({', '.join(row['reasons'])})" if math.isinf(median) and row["reasons"] else ""
+            label = " ".join(filter(None, (labels[row["key"]], MARK if row["non_diminishing"] else "",
+                                           row["flag"])))
             body.append([str(rank), label, _text(median) + why, verdict])
             keys.append([rank, None, median if math.isfinite(median) else None, None])
-            ranks.setdefault(label, []).append(rank)
-            passed[label] = passed.get(label, 0) + (verdict == "pass")
+            ranks.setdefault(row["key"], []).append(rank)
+            passed[row["key"]] = passed.get(row["key"], 0) + (verdict == "pass")
         out.append(Table(
             title=f"posteriordb {name}: evaluations until b² < 0.01 (median over seeds)",
             stem=f"posteriordb_{name}", header=["rank", "sampler", "evaluations to b²<0.01", "vs reference"],
             latex_header=["rank", "sampler", "evaluations", "vs reference"], rows=body, sort_keys=keys,
             notes=["evaluations are gradient evaluations for samplers that use gradients, density "
                    "evaluations otherwise; pass: every seed's means within 0.1 reference sd and sds "
-                   "within 10 % of posteriordb's reference on every unconstrained coordinate; "
-                   "ranked passing first, then by evaluations"] + marked_note(marked)))
+                   "within 10 % of posteriordb's reference on every unconstrained coordinate, after "
+                   "the warm-up b² leaves out; ranked: runner-flagged (⚠) last, then passing first, "
+                   "then by evaluations, then by final b²; equal values share a rank"]
+            + marked_note(marked)))
     if ranks:
-        order = sorted(ranks, key=lambda s: (-passed[s], float(np.mean(ranks[s]))))
+        order, suite_ranks = rank_order(list(ranks), lambda k: (-passed[k], float(np.mean(ranks[k]))),
+                                        name=lambda k: labels[k])
+        marks = {k: MARK if configs[k].non_diminishing else "" for k in ranks}
         out.append(Table(
-            title="posteriordb suite: samplers over all posteriors",
-            stem="posteriordb_suite", header=["sampler", "posteriors passed", "mean rank", "posteriors run"],
-            latex_header=["sampler", "passed", "mean rank", "run"],
-            rows=[[s, str(passed[s]), f"{np.mean(ranks[s]):.2f}", str(len(ranks[s]))] for s in order],
-            notes=marked_note(marked)))
+            title="posteriordb suite: sampler configurations over all posteriors",
+            stem="posteriordb_suite",
+            header=["rank", "sampler", "posteriors passed", "mean rank", "posteriors run"],
+            latex_header=["rank", "sampler", "passed", "mean rank", "run"],
+            rows=[[str(r), f"{labels[k]} {marks[k]}".rstrip(), str(passed[k]),
+                   f"{np.mean(ranks[k]):.2f}", str(len(ranks[k]))] for r, k in zip(suite_ranks, order)],
+            notes=["one row per sampler configuration (its settings without the target's), "
+                   "whichever posteriors it ran on; ranked by posteriors passed, then by mean "
+                   "per-posterior rank; equal values share a rank"] + marked_note(marked)))
     return out
