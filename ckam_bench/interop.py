@@ -22,7 +22,16 @@ Groups:
   ``phase`` and, when the sampler records it, ``lp`` (log target density of the state). Its
   ``draw`` is the position in the diagnostics record, with the coordinate ``iteration``.
 
-Chains of unequal length are cut to the shortest (``attrs["truncated_to"]`` says so). The
+**Seeds are aligned on collected iterations** (:func:`aligned_positions`): each stored draw
+carries its index in the collected chain (``samples.parquet`` ``index``; the diagnostics'
+``iteration``), and seeds can be stored with different thinning strides or lengths. Over the
+common range [max of the seeds' first indices, min of their last], the grid is the indices of
+the seed with the fewest stored draws there, and every seed keeps, per grid point, its last
+draw at or before it (for the buffer's power-of-two strides, the same collected iteration). So
+R-hat and MCSE over seeds compare the same part of every chain; cutting each seed to its first
+n draws compared a finely thinned seed's first half with a coarsely thinned seed's whole chain.
+``attrs["aligned_on"]`` names the axis and ``attrs["common_range"]`` the range;
+``attrs["truncated_to"]`` the draws per chain when a seed lost draws. The
 root's ``attrs`` hold the run ids, seeds, sampler, target and the configuration. Runs of
 different configurations are refused (``ValueError`` naming the settings that differ), so a
 set of chains is always one configuration with several seeds.
@@ -93,7 +102,9 @@ def to_datatree(source, *, stats: bool = True):
         samples.append(frame)
     cols = sorted((c for c in samples[0].columns if c.startswith("x") and c[1:].isdigit()),
                   key=lambda c: int(c[1:]))
-    n = min(len(f) for f in samples)
+    positions = aligned_positions([f["index"].to_numpy(np.int64) if "index" in f
+                                   else np.arange(len(f)) for f in samples])
+    n = len(positions[0])
     attrs = {
         "ckam_run_ids": [r.run_id for r in runs],
         "ckam_seeds": [r.seed for r in runs],
@@ -106,28 +117,50 @@ def to_datatree(source, *, stats: bool = True):
     post_attrs = dict(attrs)
     if any(len(f) != n for f in samples):
         post_attrs["truncated_to"] = n
-    x = np.stack([f[cols].to_numpy(float)[:n] for f in samples])
-    index = np.stack([f["index"].to_numpy(np.int64)[:n] if "index" in f
-                      else np.arange(n) for f in samples])
+    x = np.stack([f[cols].to_numpy(float)[p] for f, p in zip(samples, positions)])
+    index = np.stack([f["index"].to_numpy(np.int64)[p] if "index" in f else p
+                      for f, p in zip(samples, positions)])
+    post_attrs["aligned_on"] = "collected index"
+    post_attrs["common_range"] = [int(index[:, 0].max()), int(index[:, -1].min())] if n else []
     posterior = dict_to_dataset({"x": x}, dims={"x": ["dim"]}, attrs=post_attrs)
     posterior = posterior.assign_coords(index=(("chain", "draw"), index))
     tree = {"posterior": posterior}
     if stats:
         diags = [run.diagnostics() for run in runs]
         if all(d is not None and not d.empty for d in diags):
-            m = min(len(d) for d in diags)
-            data = {name: np.stack([d[col].to_numpy()[:m] for d in diags])
+            where = aligned_positions([d["iteration"].to_numpy(np.int64) for d in diags])
+            m = len(where[0])
+            data = {name: np.stack([d[col].to_numpy()[p] for d, p in zip(diags, where)])
                     for col, name in STATS.items() if all(col in d for d in diags)}
             data = {k: (v.astype(float) if v.dtype == object else v) for k, v in data.items()}
             stat_attrs = dict(attrs)
             if any(len(d) != m for d in diags):
                 stat_attrs["truncated_to"] = m
             ds = dict_to_dataset(data, attrs=stat_attrs)
-            iteration = np.stack([d["iteration"].to_numpy(np.int64)[:m] for d in diags])
+            stat_attrs["aligned_on"] = "iteration"
+            iteration = np.stack([d["iteration"].to_numpy(np.int64)[p] for d, p in zip(diags, where)])
             tree["sample_stats"] = ds.assign_coords(iteration=(("chain", "draw"), iteration))
     dt = xr.DataTree.from_dict(tree)
     dt.attrs.update(attrs)
     return dt
+
+
+def aligned_positions(indices) -> list[np.ndarray]:
+    """Per chain, the positions of the draws it keeps on a common grid of collected
+    iterations (``indices``: each chain's increasing index per stored draw): the grid is the
+    indices, inside the common range [max first, min last], of the chain with the fewest draws
+    there; each chain keeps its last draw at or before each grid point. ValueError when the
+    ranges do not overlap."""
+    indices = [np.asarray(ix, np.int64) for ix in indices]
+    if any(ix.size == 0 for ix in indices):
+        return [np.zeros(0, np.int64) for _ in indices]
+    lo, hi = max(int(ix[0]) for ix in indices), min(int(ix[-1]) for ix in indices)
+    if lo > hi:
+        raise ValueError(f"the chains' stored draws share no collected iterations ({lo} > {hi})")
+    inside = [np.flatnonzero((ix >= lo) & (ix <= hi)) for ix in indices]
+    ref = min(range(len(indices)), key=lambda c: inside[c].size)
+    grid = indices[ref][inside[ref]]
+    return [np.searchsorted(ix, grid, side="right") - 1 for ix in indices]
 
 
 def seed_diagnostics(runs) -> dict[str, float]:
@@ -135,7 +168,8 @@ def seed_diagnostics(runs) -> dict[str, float]:
 
     Returns ``rhat`` (the largest rank-normalised split R-hat over coordinates) and ``mcse``
     (the largest Monte Carlo standard error of the mean over coordinates), NaN when fewer than
-    two runs have stored samples.
+    two runs have stored samples. The seeds are aligned on collected iterations
+    (:func:`aligned_positions`).
     """
     import arviz_stats as azs
 

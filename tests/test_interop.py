@@ -110,3 +110,37 @@ def test_unequal_chains_are_cut_to_the_shortest(tmp_path):
     assert dt["posterior"].sizes["draw"] == 200
     assert dt["posterior"].attrs["truncated_to"] == 200
     assert isinstance(dt["posterior"].to_dataset().to_dataframe(), pd.DataFrame)
+
+
+def test_seeds_stored_with_different_strides_are_aligned_on_collected_iterations(tmp_path):
+    """Issue 29 §8: seed 0 stored every 2nd collected draw of 2000, seed 1 every draw of its
+    first 1000 (a shorter or finer-thinned run). Cutting both to their first 1000 draws
+    compared seed 1's iterations 0–999 with seed 0's 0–1998; aligned, both chains hold the
+    draws at collected iterations 0, 2, …, 998, and R-hat is arviz-stats' on those draws."""
+    from ckam_bench import rundir, store
+    from ckam_bench.interop import aligned_positions
+
+    rng = np.random.default_rng(8)
+    draws = {}
+    for seed, index in ((0, np.arange(0, 2000, 2)), (1, np.arange(1000))):
+        x = np.column_stack([index / 1000.0 + rng.standard_normal(index.size),
+                             rng.standard_normal(index.size)])
+        path = make_run(tmp_path, "gmm2d", "rw", seed=seed, samples=x)
+        frame = pd.DataFrame({"index": index, "x0": x[:, 0], "x1": x[:, 1]})
+        rundir.write_parquet(frame, path / store.SAMPLES)
+        draws[seed] = (index, x)
+    dt = to_datatree(tmp_path)
+    index = dt["posterior"]["index"].values
+    np.testing.assert_array_equal(index[0], np.arange(0, 1000, 2))
+    np.testing.assert_array_equal(index[1], index[0])
+    assert dt["posterior"].attrs["common_range"] == [0, 998]
+    aligned = np.stack([draws[0][1][:500, 0], draws[1][1][::2, 0]])
+    first_n = np.stack([draws[0][1][:, 0], draws[1][1][:, 0]])
+    diag = seed_diagnostics(load_results(tmp_path).runs)
+    assert float(dt["posterior"]["x"].values[:, :, 0].std()) > 0
+    np.testing.assert_allclose(dt["posterior"]["x"].values[:, :, 0], aligned)
+    assert float(azs.rhat(dt)["x"].values[0]) == pytest.approx(float(azs.rhat(aligned)))
+    assert diag["rhat"] == pytest.approx(float(np.max(azs.rhat(dt)["x"].values)))
+    assert abs(float(azs.rhat(first_n)) - float(azs.rhat(aligned))) > 0.02  # the cut's error
+    assert [p.tolist() for p in aligned_positions([[0, 4, 8], [1, 2, 3, 4, 5, 6, 7, 9]])] == \
+        [[1, 2], [3, 6]]  # common range [1, 8]: grid 4, 8 (the chain with fewer draws there)
