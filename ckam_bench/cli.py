@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ckam_bench import entry, jit, outputs, overrides, provenance, rundir, store, sweeps
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
-from ckam_bench.targets.base import CapabilityError, check_target
+from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
 from ckam_bench.validate import ConfigError, check_config, resolved
 
 def config_hash(cfg: DictConfig) -> str:
@@ -139,8 +139,12 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         raise ConfigError(f"start: {exc}") from exc
     target.reset_counters()
     kernel = getattr(sampler, "kernel", None)
+    try:
+        target_label = label_of(target, labels["target"])  # a PyMC model: its module and function
+    except PluginError as exc:
+        raise ConfigError(f"target: {exc}") from None
     labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none",
-              "target": getattr(target, "label", labels["target"])}  # a PyMC model: its name
+              "target": target_label}
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,
@@ -360,6 +364,13 @@ def _app(cfg: DictConfig) -> None:
         status = runner.run()
     except OSError as exc:
         print(f"ckam-bench: cannot write the run folder {out_dir}: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:  # the runner has marked the run failed (status.json: reason, error)
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        print(f"failed ({reason}): {runner.labels['sampler']} on {runner.labels['target']} "
+              f"-> {out_dir} (the traceback is under 'error' in status.json)", file=sys.stderr)
+        if multirun:
+            raise  # the launcher reports the failed job
         sys.exit(1)
     finally:
         folder.release()

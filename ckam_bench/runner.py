@@ -245,14 +245,38 @@ class Runner:
             except KeyboardInterrupt:
                 state, reason = "interrupted", "interrupted"
             except Exception as exc:
-                self._checkpoint(wall_start, "failed", f"{type(exc).__name__}: {exc}")
-                bar.close()
+                self._fail(wall_start, bar, exc)
                 raise
-        self._checkpoint(wall_start, state, reason)
+        try:
+            self._checkpoint(wall_start, state, reason)
+        except Exception as exc:
+            self._fail(wall_start, bar, exc)
+            raise
         bar.update(self.clock, self._postfix())
         bar.close()
         wall = self.wall_offset + time.perf_counter() - wall_start
         return runstatus.status(self, state, reason, wall)
+
+    def _fail(self, wall_start: float, bar, exc: BaseException) -> None:
+        """Mark the run ``failed`` with the exception as its reason (and the traceback under
+        ``error``), whatever raised it: a last checkpoint with every file when that works, else
+        ``status.json`` alone (the exception came from a store, a metric or a hook), so that a
+        run never stays ``running``."""
+        import traceback
+
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        self.status_extra["error"] = "".join(traceback.format_exception(exc))[-4000:]
+        bar.close()
+        try:
+            self._checkpoint(wall_start, "failed", reason)
+        except Exception:
+            wall = self.wall_offset + time.perf_counter() - wall_start
+            try:
+                status = runstatus.status(self, "failed", reason, wall)
+            except Exception:  # a hook the status reads raised too: the minimum that says so
+                status = {"state": "failed", "reason": reason, "started": self.started,
+                          **{k: self.labels.get(k) for k in runstatus.LABELS}, **self.status_extra}
+            self.folder.write_status(status)
 
     def _start(self, resume) -> None:
         """Warm the sampler up (untimed: e.g. JIT compilation), make its first state on the

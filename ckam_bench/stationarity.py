@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ckam_bench.targets.base import Target
+from ckam_bench.targets.base import Target, mixture_of
 
 MAX_CHAINS = 100_000
 MAX_TIMES = 1_000
@@ -60,17 +60,16 @@ def _spawned(seed: int, n: int) -> list[np.random.SeedSequence]:
 def mode_labels(target: Target, X: np.ndarray) -> np.ndarray | None:
     """Most responsible mixture component of each state, or None for a non-mixture target.
 
-    A joint mixture (``means`` of shape (K, d), diagonal ``variances``) gives labels (n,); a
-    product mixture (``means`` of shape (K,)) gives labels per coordinate, shape (n, d).
+    The mixture is the target's :meth:`~ckam_bench.targets.base.Target.ckam_mixture`: a joint
+    mixture (means of shape (K, d), diagonal variances) gives labels (n,); a product mixture
+    (means of shape (K,)) gives labels per coordinate, shape (n, d).
     """
-    means = getattr(target, "means", None)
-    weights = getattr(target, "weights", None)
-    variances = getattr(target, "variances", None)
-    if means is None or weights is None or variances is None:
+    mixture = mixture_of(target)
+    if mixture is None:
         return None
+    weights, means, variances = mixture
     X = np.asarray(X, float)
-    means, variances = np.asarray(means, float), np.asarray(variances, float)
-    log_w = np.log(np.asarray(weights, float))
+    log_w = np.log(weights)
     if means.ndim == 2:  # (n, K): log w_k + log N(x; μ_k, diag v_k)
         diff = X[:, None, :] - means[None]
         terms = log_w - 0.5 * np.sum(diff * diff / variances + np.log(variances), axis=2)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ckam_bench import jit
 from ckam_bench.metrics.buffer import ThinningBuffer
+from ckam_bench.targets.base import constrained_columns
 
 DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise", "logp")
 STUCK_FRACTION = 0.1
@@ -147,13 +148,13 @@ class Tally:
         return ran, why
 
     def sample_columns(self, target) -> dict:
-        """The samples to store: their iteration index, ``x0…`` and, when the target has
-        ``constrain``, its variables by name (e.g. a PyMC model's)."""
+        """The samples to store: their iteration index, ``x0…`` and the target's named columns
+        (:meth:`~ckam_bench.targets.base.Target.ckam_constrained`, e.g. a PyMC model's
+        variables), checked."""
         columns = {"index": self.samples.indices}
         data = self.samples.data
         columns.update({f"x{j}": data[:, j].copy() for j in range(target.dim)})
-        if hasattr(target, "constrain"):
-            columns.update(target.constrain(data))
+        columns.update(constrained_columns(target, data))
         return columns
 
     def diagnostics_columns(self) -> dict:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ckam_bench.targets.base import CapabilityError, Target
+from ckam_bench.targets.base import CapabilityError, Target, true_coefficients_of
 
 
 class ESJD:
@@ -62,17 +62,13 @@ class ESJD:
 
 
 class CoefficientDistance:
-    """Streaming ‖Ê[β] − β_true‖ for targets with ``true_coefficients`` and ``coefficient_slice``."""
+    """Streaming ‖Ê[β] − β_true‖ for targets with ``ckam_true_coefficients``."""
 
     def __init__(self, target: Target):
-        truth = getattr(target, "true_coefficients", None)
-        if truth is None:
+        known = true_coefficients_of(target)
+        if known is None:
             raise CapabilityError(f"target {target.name!r} has no true regression coefficients")
-        self.truth = np.asarray(truth, float)
-        self.columns = np.arange(target.dim)[target.coefficient_slice]
-        if self.columns.shape != self.truth.shape:
-            raise ValueError(f"coefficient_slice selects {self.columns.size} coordinates, "
-                             f"true_coefficients has {self.truth.size}")
+        self.truth, self.columns = known
         self._sum = np.zeros(self.truth.size)
         self._count = 0
 

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ckam_bench.targets.base import CapabilityError, Target
+from ckam_bench.targets.base import CapabilityError, Target, has_quantile_statistic, quantile_statistic_of
 
 
 class QuantileDeviation:
@@ -30,19 +30,18 @@ class QuantileDeviation:
 
     Parameters
     ----------
-    target : the run's target (must define ``quantile_statistic``).
+    target : the run's target (must define ``ckam_quantile_statistic``).
     levels : the nominal levels q, each in (0, 1) (default 0.1, …, 0.9).
     """
 
     def __init__(self, target: Target, levels=None):
-        statistic = getattr(target, "quantile_statistic", None)
-        if statistic is None:
+        if not has_quantile_statistic(target):
             raise CapabilityError(f"target {target.name!r} defines no exact quantile regions")
         levels = np.arange(1, 10) / 10.0 if levels is None else np.asarray(levels, float).ravel()
         if levels.size == 0 or levels.size > 1000 or not np.all((levels > 0) & (levels < 1)):
             raise ValueError(f"levels must be 1 to 1000 numbers in (0, 1), got {levels.tolist()}")
         self.levels = levels
-        self._statistic = statistic
+        self._statistic = lambda X: quantile_statistic_of(target, X)
         self.counts = np.zeros(levels.size, dtype=np.int64)
         self.n = 0
 

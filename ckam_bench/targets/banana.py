@@ -182,3 +182,10 @@ class Banana(Target):
 
     def describe(self) -> dict:
         return {**super().describe(), "b": self.b, "v": self.v}
+
+    def ckam_fourth_moment(self) -> np.ndarray:
+        return self.fourth_moment
+
+    def ckam_quantile_statistic(self, X: np.ndarray) -> np.ndarray:
+        return self.quantile_statistic(X)
+

@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import numpy as np
 
 
 class CapabilityError(RuntimeError):
     """A target was asked for something it cannot provide (e.g. exact draws)."""
+
+
+class PluginError(ValueError):
+    """A target's or sampler's hook returned something the harness cannot use; the message is
+    one line naming the class and the hook."""
 
 
 class Target:
@@ -159,6 +165,43 @@ class Target:
         """Exact per-coordinate variance, or None when unknown."""
         return None
 
+    # ------------------------------------------------------------------ optional hooks
+    # The harness calls a target by these names only (namespaced ``ckam_``, so that an ordinary
+    # method of a user's class — ``constrain``, ``means``, ``label`` — never collides with one);
+    # it reads their results through the checked accessors below (:func:`constrained_columns`,
+    # …), which turn a malformed result into one :class:`PluginError` line naming the class.
+
+    def ckam_constrained(self, X: np.ndarray) -> dict | None:
+        """Named columns to store beside ``x0…`` in ``samples.parquet`` for the rows of ``X``
+        (n, d): ``{name: (n,) array}`` (a PyMC model's variables on the constrained scale).
+        None (the default) stores none."""
+        return None
+
+    def ckam_mixture(self) -> tuple | None:
+        """(weights (K,), means, variances) of a Gaussian mixture — joint: means and diagonal
+        variances (K, d); product: (K,), the same mixture per coordinate — for the stationarity
+        check's mode occupancy; None (default) for a target that is not one."""
+        return None
+
+    def ckam_fourth_moment(self) -> np.ndarray | None:
+        """Exact E[X⁴] per coordinate (d,) (for the moment metric's MCSE of E[X²]), or None."""
+        return None
+
+    def ckam_quantile_statistic(self, X: np.ndarray) -> np.ndarray | None:
+        """A statistic s(x) (n,) for the rows of ``X`` whose distribution function under π is
+        the identity on (0, 1) (the quantile-deviation metric), or None (default)."""
+        return None
+
+    def ckam_true_coefficients(self) -> tuple | None:
+        """(β_true (p,), the slice of the coordinates that estimate it) for the coefficient
+        distance metric, or None (default)."""
+        return None
+
+    def ckam_label(self) -> str | None:
+        """The run's target label in traces and figures when the config name does not say
+        enough (a PyMC model: its module and function); None (default) keeps the config name."""
+        return None
+
     def grid_mass(self, edges: list[np.ndarray]) -> np.ndarray:
         """Probability of each cell of a grid (conditional on the grid's box).
 
@@ -234,3 +277,110 @@ def check_target(target, label: str) -> None:
         value = getattr(target, member)
         if value is not None and np.shape(value) != (d,):
             raise ValueError(f"{where}: {member} has shape {np.shape(value)}, needs ({d},)")
+
+
+# ---------------------------------------------------------------------------- checked hooks
+def _where(obj, hook: str) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}.{hook}"
+
+
+def _array(obj, hook: str, value, shape: tuple, what: str) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise PluginError(f"{_where(obj, hook)} must return {what}, got {type(value).__name__}") from None
+    if a.shape != shape:
+        raise PluginError(f"{_where(obj, hook)} must return {what} of shape {shape}, got shape {a.shape}")
+    return a
+
+
+def constrained_columns(target, X: np.ndarray) -> dict:
+    """:meth:`Target.ckam_constrained` checked: a dict of str → (n,) arrays whose names do not
+    clash with the stored ``index`` and ``x0…`` columns."""
+    value = target.ckam_constrained(X)
+    if value is None:
+        return {}
+    hook = "ckam_constrained"
+    if not isinstance(value, dict):
+        raise PluginError(f"{_where(target, hook)} must return a dict of name -> (n,) array, "
+                          f"got {type(value).__name__}")
+    n = np.shape(X)[0]
+    reserved = {"index"} | {f"x{j}" for j in range(target.dim)}
+    out = {}
+    for name, column in value.items():
+        if not isinstance(name, str) or name in reserved:
+            raise PluginError(f"{_where(target, hook)} returned the column name {name!r} "
+                              "(names must be strings other than index and x0, x1, …)")
+        out[name] = _array(target, hook, column, (n,), f"column {name!r} as an array")
+    return out
+
+
+def mixture_of(target) -> tuple | None:
+    """:meth:`Target.ckam_mixture` checked: (weights, means, variances) as arrays, or None."""
+    value = target.ckam_mixture()
+    if value is None:
+        return None
+    hook = "ckam_mixture"
+    if not (isinstance(value, (tuple, list)) and len(value) == 3):
+        raise PluginError(f"{_where(target, hook)} must return (weights, means, variances) or None")
+    w = np.asarray(value[0], float)
+    if w.ndim != 1 or w.size < 1 or not np.all(w > 0):
+        raise PluginError(f"{_where(target, hook)}: weights must be K > 0 positive numbers")
+    K, d = w.size, target.dim
+    shape = (K, d) if np.ndim(value[1]) == 2 else (K,)
+    means = _array(target, hook, value[1], shape, "means")
+    variances = _array(target, hook, value[2], shape, "variances")
+    if not np.all(variances > 0):
+        raise PluginError(f"{_where(target, hook)}: variances must be > 0")
+    return w, means, variances
+
+
+def fourth_moment_of(target) -> np.ndarray | None:
+    """:meth:`Target.ckam_fourth_moment` checked: (d,) or None."""
+    value = target.ckam_fourth_moment()
+    return None if value is None else _array(target, "ckam_fourth_moment", value, (target.dim,),
+                                             "E[X^4] per coordinate")
+
+
+def has_quantile_statistic(target) -> bool:
+    return type(target).ckam_quantile_statistic is not Target.ckam_quantile_statistic
+
+
+def quantile_statistic_of(target, X: np.ndarray) -> np.ndarray:
+    """:meth:`Target.ckam_quantile_statistic` checked: (n,)."""
+    return _array(target, "ckam_quantile_statistic", target.ckam_quantile_statistic(X),
+                  (np.shape(X)[0],), "one statistic per row")
+
+
+def true_coefficients_of(target) -> tuple | None:
+    """:meth:`Target.ckam_true_coefficients` checked: (β_true (p,), column indices (p,))."""
+    value = target.ckam_true_coefficients()
+    if value is None:
+        return None
+    hook = "ckam_true_coefficients"
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise PluginError(f"{_where(target, hook)} must return (coefficients, slice) or None")
+    truth = np.asarray(value[0], float).ravel()
+    try:
+        columns = np.arange(target.dim)[value[1]]
+    except (IndexError, TypeError):
+        raise PluginError(f"{_where(target, hook)}: {value[1]!r} does not select coordinates") from None
+    if columns.shape != truth.shape:
+        raise PluginError(f"{_where(target, hook)}: the slice selects {columns.size} coordinates, "
+                          f"the coefficients are {truth.size}")
+    return truth, columns
+
+
+_SAFE_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def label_of(target, default: str) -> str:
+    """:meth:`Target.ckam_label` checked: a non-empty string, else ``default``."""
+    value = target.ckam_label()
+    if value is None:
+        return default
+    if not (isinstance(value, str) and _SAFE_LABEL.match(value)):
+        raise PluginError(f"{_where(target, 'ckam_label')} must return a name usable in file names "
+                          f"(letters, digits, _ . + -) or None, got {value!r}")
+    return value

@@ -309,6 +309,11 @@ class BananaMixture(Target):
     def variance(self) -> np.ndarray:
         return self.second_moment - self.mean**2
 
+    def ckam_mixture(self) -> tuple:
+        """The components (weights, means, variances), for the stationarity check's mode occupancy."""
+        return self.weights, self.means, self.variances
+
+
 
 class Basis4(GaussianMixture):
     """:class:`GaussianMixture` with a compiled density-and-gradient (every component a

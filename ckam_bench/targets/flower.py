@@ -287,3 +287,7 @@ class Flower(Target):
     def describe(self) -> dict:
         return {**super().describe(), "r0": self.r0, "amplitude": self.amplitude, "omega": self.omega,
                 "sigma": self.sigma}
+
+    def ckam_quantile_statistic(self, X: np.ndarray) -> np.ndarray:
+        return self.quantile_statistic(X)
+

@@ -203,6 +203,13 @@ class Horseshoe(Target):
         return {**super().describe(), "n_obs": self.n_obs, "n_predictors": self.n_predictors,
                 "data_sha256": self._digest[:16]}
 
+    def ckam_true_coefficients(self) -> tuple | None:
+        """(β_true, the β coordinates) when the data file holds ``beta_true``, else None."""
+        if self.true_coefficients is None:
+            return None
+        return self.true_coefficients, self.coefficient_slice
+
+
 
 def _data_path(override) -> Path:
     return data_file(DATA_NAME, override, DATA_ENV, key="data_file")

@@ -352,6 +352,11 @@ class GaussianMixture(Target):
         )
         return mass / mass.sum()
 
+    def ckam_mixture(self) -> tuple:
+        """The components (weights, means, variances), for the stationarity check's mode occupancy."""
+        return self.weights, self.means, self.variances
+
+
 
 class ProductMixture(Target):
     """d independent coordinates, each the 1-D mixture Σ_k w_k N(μ_k, v_k).
@@ -464,6 +469,11 @@ class ProductMixture(Target):
             m = sum(w * normal_interval_mass(e, mu, sd) for w, mu, sd in zip(self.weights, self.means, self._sd))
             factors.append(m / m.sum())
         return _outer_product(factors)
+
+    def ckam_mixture(self) -> tuple:
+        """The components (weights, means, variances), for the stationarity check's mode occupancy."""
+        return self.weights, self.means, self.variances
+
 
 
 # ---------------------------------------------------------------------------- factories

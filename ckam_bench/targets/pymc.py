@@ -324,7 +324,6 @@ class PyMCModel(Target):
         where, function = self.spec.rsplit(":", 1)
         stem = Path(where).stem if where.endswith(".py") else where.rsplit(".", 1)[-1]
         self.name = f"pymc_{stem}" if function == "model" else f"pymc_{stem}_{function}"
-        self.label = self.name  # the run's target label (ckam_bench.cli.build): not just "pymc"
         self.init, self.init_seed, self.data_file = init, int(init_seed), data
         self.buffer = _default_data(self.layout)
         if data is not None:
@@ -440,6 +439,14 @@ class PyMCModel(Target):
         for i in range(X.shape[0]):
             out[i] = fn(np.ascontiguousarray(X[i]), self.buffer)[0]
         return {name: out[:, j] for j, name in enumerate(self.stored_names)}
+
+    def ckam_constrained(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """The harness's hook for named sample columns: :meth:`constrain`."""
+        return self.constrain(X)
+
+    def ckam_label(self) -> str:
+        """The run's target label: ``pymc_<module>[_<function>]``, not just ``pymc``."""
+        return self.name
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict:

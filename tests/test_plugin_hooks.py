@@ -1,0 +1,145 @@
+"""The harness calls a user's target only through documented, namespaced hooks (``ckam_*``)
+and checks what they return; an exception anywhere in a run leaves it ``failed``, never
+``running`` (issue 29 §5)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ckam_bench import store
+from ckam_bench.runner import Budget, Runner
+from ckam_bench.stationarity import mode_labels
+from ckam_bench.targets.base import PluginError, constrained_columns, label_of, mixture_of
+from tests.legacy_plugin import PlainRandomWalk, StanStyleGaussian
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _runner(tmp_path, target, sampler=None, metrics=None, budget=None):
+    labels = {"run_id": "r1", "target": "t", "sampler": "plain_rw", "kernel": "none", "seed": 0}
+    return Runner(sampler or PlainRandomWalk(1.5), target, metrics or {},
+                  budget or Budget(seconds=60, max_iterations=3000), tmp_path,
+                  np.random.default_rng(0), labels, progress=False, checkpoint_unit="iterations",
+                  checkpoints=np.array([100.0, 1000.0]))
+
+
+def test_a_stan_style_constrain_method_is_not_a_hook(tmp_path):
+    """A method named ``constrain`` that returns an array (natural for a Stan-style target)
+    crashed every run at its last checkpoint; it is an ordinary method now."""
+    status = _runner(tmp_path, StanStyleGaussian()).run()
+    assert status["state"] == "complete"
+    samples = pd.read_parquet(tmp_path / store.SAMPLES)
+    assert list(samples.columns) == ["index", "x0", "x1"]
+    assert json.loads((tmp_path / store.STATUS).read_text())["state"] == "complete"
+
+
+def test_ordinary_attributes_named_like_old_hooks_are_ignored():
+    target = StanStyleGaussian()
+    assert mixture_of(target) is None and mode_labels(target, np.zeros((3, 2))) is None
+    assert label_of(target, "stan_style") == "stan_style"
+
+
+class _BadColumns(StanStyleGaussian):
+    def ckam_constrained(self, X):
+        return np.exp(X)  # not a dict
+
+
+def test_a_malformed_hook_result_is_one_line_naming_the_plugin():
+    with pytest.raises(PluginError, match=r"_BadColumns\.ckam_constrained must return a dict"):
+        constrained_columns(_BadColumns(), np.zeros((4, 2)))
+
+    class ShortColumn(StanStyleGaussian):
+        def ckam_constrained(self, X):
+            return {"sigma": np.ones(len(X) - 1)}
+
+    with pytest.raises(PluginError, match=r"ShortColumn\.ckam_constrained must return column "
+                                          r"'sigma' as an array of shape \(4,\)"):
+        constrained_columns(ShortColumn(), np.zeros((4, 2)))
+
+    class Clash(StanStyleGaussian):
+        def ckam_constrained(self, X):
+            return {"x0": np.ones(len(X))}
+
+    with pytest.raises(PluginError, match="column name 'x0'"):
+        constrained_columns(Clash(), np.zeros((4, 2)))
+
+    class GoodColumns(StanStyleGaussian):
+        def ckam_constrained(self, X):
+            return {"sigma": np.exp(X[:, 1])}
+
+    np.testing.assert_allclose(constrained_columns(GoodColumns(), np.ones((3, 2)))["sigma"], np.e)
+
+
+def test_a_failing_hook_at_a_checkpoint_marks_the_run_failed(tmp_path):
+    """The exception comes from the checkpoint's own store: the run is ``failed`` with the
+    reason (and the traceback) in status.json, not ``running`` for ever."""
+    with pytest.raises(PluginError):
+        _runner(tmp_path, _BadColumns()).run()
+    status = json.loads((tmp_path / store.STATUS).read_text())
+    assert status["state"] == "failed"
+    assert "_BadColumns.ckam_constrained must return a dict" in status["reason"]
+    assert "Traceback" in status["error"]
+
+
+class _FailingMetric:
+    def __init__(self, when: int):
+        self.calls, self.when = 0, when
+
+    def update(self, samples):
+        pass
+
+    def compute(self, buffer):
+        self.calls += 1
+        if self.calls >= self.when:
+            raise RuntimeError("metric exploded")
+        return {"m": 1.0}
+
+    def describe(self):
+        return {}
+
+
+@pytest.mark.parametrize("when", [1, 3])  # the first checkpoint, the final one
+def test_a_failing_metric_marks_the_run_failed(tmp_path, when):
+    with pytest.raises(RuntimeError, match="metric exploded"):
+        _runner(tmp_path, StanStyleGaussian(), metrics={"m": _FailingMetric(when)}).run()
+    status = json.loads((tmp_path / store.STATUS).read_text())
+    assert status["state"] == "failed" and "metric exploded" in status["reason"]
+
+
+def _cli(tmp_path, *overrides):
+    args = [sys.executable, "-m", "ckam_bench.cli", f"hydra.run.dir={tmp_path}",
+            f"hydra.searchpath=[file://{ROOT / 'tests' / 'legacy_conf'}]", "budget.seconds=1",
+            "progress=false", *overrides]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_last_releases_plugin_runs_from_the_command_line(tmp_path):
+    """A target and a sampler written to the contract as documented a release ago, found
+    through ``hydra.searchpath``: the run completes and says so."""
+    out = _cli(tmp_path / "run", "target=stan_style", "sampler=plain_rw")
+    assert out.returncode == 0, out.stderr[-3000:]
+    status = json.loads((tmp_path / "run" / store.STATUS).read_text())
+    assert status["state"] == "complete" and status["target"] == "stan_style"
+    assert any(line.startswith("complete") for line in out.stderr.splitlines())
+
+
+def test_a_run_that_fails_says_so_in_one_line(tmp_path):
+    conf = tmp_path / "conf" / "target"
+    conf.mkdir(parents=True)
+    (conf / "bad_columns.yaml").write_text("_target_: tests.test_plugin_hooks._BadColumns\n")
+    args = [sys.executable, "-m", "ckam_bench.cli", f"hydra.run.dir={tmp_path / 'run'}",
+            f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
+            "progress=false", "target=bad_columns", "sampler=rw"]
+    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("failed (PluginError:") and "ckam_constrained" in last
+    assert json.loads((tmp_path / "run" / store.STATUS).read_text())["state"] == "failed"
