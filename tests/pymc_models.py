@@ -75,3 +75,50 @@ def discrete():
     with pm.Model() as m:
         pm.Poisson("n", 3.0)
     return m
+
+
+def ordered_pair():
+    """mu ~ N(0, 1) x 2 with the ordered transform (prior: the pair restricted to mu0 < mu1),
+    y_i ~ N(mu, 1) for 4 observations of each: a conjugate posterior restricted to mu0 < mu1 (SBC)."""
+    from pymc.distributions.transforms import ordered
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2, transform=ordered, initval=np.array([-0.5, 0.5]))
+        pm.Normal("y", mu, 1.0, observed=np.zeros((4, 2)))
+    return m
+
+
+def potential_shrink():
+    """mu ~ N(0, 1) with pm.Potential(-mu^2): the prior is N(0, 1/3), not what pymc.draw samples."""
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Potential("shrink", -mu**2)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+    return m
+
+
+def clipped_mean():
+    """normal_mean with the deterministic max(mu, 0): an atom at 0 (ties in SBC ranks)."""
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Deterministic("mu_plus", pm.math.maximum(mu, 0.0))
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+    return m
+
+
+def flat_mean():
+    """An improper prior: mu ~ Flat."""
+    with pm.Model() as m:
+        mu = pm.Flat("mu")
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+    return m
+
+
+def interval_normal():
+    """A Normal with an Interval(0, 1) transform: its support restricted beyond the Normal's."""
+    from pymc.distributions.transforms import Interval
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0, transform=Interval(0.0, 1.0), initval=0.5)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+    return m

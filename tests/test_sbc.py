@@ -40,7 +40,7 @@ def test_bad_settings_name_the_key(key, value, message):
 
 
 def test_ranks_thinning_and_the_uniformity_test():
-    assert sbc.ranks_of(np.array([0.1, 0.5, 0.9]), 0.6) == 2
+    assert sbc.ranks_of(np.array([0.1, 0.5, 0.9]), 0.6, np.random.default_rng(0)) == 2
     np.testing.assert_array_equal(sbc.thin(10, 4), [0, 3, 6, 9])
     assert sbc.thin(3, 4).size == 0  # fewer rows than draws: unusable
     rng = np.random.default_rng(0)
@@ -101,14 +101,23 @@ def test_a_folder_that_is_not_this_sbc_is_refused_untouched(tmp_path):
     (folder / "notes.txt").write_text("keep")
     proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", f"sbc.dir={folder}",
                        cwd=tmp_path)
-    assert proc.returncode == 2 and "refused: sbc.dir" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "ckam-bench-sbc: invalid configuration: sbc.dir:"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "not an SBC folder" in proc.stderr
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
 # ---------------------------------------------------------------------------- both ways
 CORRECT = ["sampler=mala", "sampler.burn_in=1000", "budget.max_iterations=21000",
            "budget.seconds=120", "checkpoint.on=iterations", "checkpoint.first=5000",
            "progress=false", "sbc.simulations=100"]
+
+
+def _folder(cwd: Path) -> Path:
+    """The one SBC folder a command started in ``cwd`` created."""
+    (folder,) = [p for p in (cwd / "outputs" / "sbc").glob("*/*") if p.is_dir()]
+    return folder
 
 
 def _verdict(folder: Path) -> dict:
@@ -125,15 +134,15 @@ def _outputs_complete(folder: Path, n: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["normal_mean", "gamma_poisson"])
 def test_a_correct_sampler_passes(tmp_path, model):
-    folder = tmp_path / "sbc"
     extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if model == "gamma_poisson" else []
     proc = sbc_command("target=pymc", f"target.model={MODELS}:{model}", *CORRECT, *extra,
-                       f"sbc.dir={folder}", cwd=tmp_path)
+                       cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = _folder(tmp_path)
     result = _verdict(folder)
     assert result["verdict"] == "pass" and result["p_value"] >= 0.01, result
     assert result["simulations"] == 100 and not result["left_out"]
-    assert "SBC PASS" in proc.stdout
+    assert proc.stdout.startswith("SBC PASS: mala on ")  # the config name, not the class
     _outputs_complete(folder, 100)
 
 
@@ -141,13 +150,12 @@ def test_a_correct_sampler_passes(tmp_path, model):
 def test_a_wrong_acceptance_ratio_fails(tmp_path):
     """Accepting with (π(y)/π(x))⁴ samples π⁴, half the posterior sd: U-shaped ranks. (With
     (π(y)/π(x))², sd / √2, 200 simulations of seed 0 gave p = 0.033: too weak an effect.)"""
-    folder = tmp_path / "sbc"
     proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", "sampler=rw",
                        "sampler._target_=sbc_samplers.PoweredRatioWalk", "sampler.step_size=1.0",
                        "budget.max_iterations=20000", "budget.seconds=120", "progress=false",
-                       "sbc.simulations=100", f"sbc.dir={folder}", cwd=tmp_path, pythonpath=TESTS)
+                       "sbc.simulations=100", cwd=tmp_path, pythonpath=TESTS)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    result = _verdict(folder)
+    result = _verdict(_folder(tmp_path))
     assert result["verdict"] == "fail" and result["p_value"] < 0.01, result  # measured: 0.0028
     counts = np.array(result["counts"]["mu"])
     assert counts[0] + counts[-1] > 1.5 * 2 * 100 / 10  # measured: 22 + 13
@@ -155,11 +163,12 @@ def test_a_wrong_acceptance_ratio_fails(tmp_path):
 
 @pytest.mark.slow
 def test_a_rerun_resumes_and_skips_complete_runs(tmp_path):
-    folder = tmp_path / "sbc"
     args = ["target=pymc", f"target.model={MODELS}:normal_mean", *CORRECT[:-1],
-            "sbc.simulations=10", f"sbc.dir={folder}"]
+            "sbc.simulations=10"]
     first = sbc_command(*args, cwd=tmp_path)
     assert first.returncode in (0, 1), first.stderr[-3000:]
+    folder = _folder(tmp_path)
+    args.append(f"sbc.dir={folder}")
     before = _verdict(folder)
     sim = folder / "runs" / "sim_4"
     mtime = (folder / "runs" / "sim_0" / "trace.parquet").stat().st_mtime
