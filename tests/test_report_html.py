@@ -6,6 +6,7 @@ the system Chromium). Nothing here is skipped: a missing browser fails the test.
 """
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -142,7 +143,8 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
                  "banana_pairs", "banana_diagnostics"):
         assert (out / f"{stem}.png").exists(), proc.stdout
     ranking = (out / "ranking_banana.md").read_text()
-    assert all(f"| {name} | 3 |" in ranking for name in ("rw", "am", "gam"))
+    # a label may carry the report's flags (0.3 s runs: seeds can disagree, R-hat > 1.01)
+    assert all(re.search(rf"\| {name}( ⚠[^|]*)? \| 3 \|", ranking) for name in ("rw", "am", "gam"))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page()
