@@ -358,8 +358,13 @@ def _app(cfg: DictConfig) -> None:
         note_sweep_job(out_dir, ran=True)
         if folder.state == "resume":
             r = folder.resume
-            print(f"ckam-bench: resuming from checkpoint {r.checkpoint} "
-                  f"({r.meta['iterations']} iterations, {r.source}): {out_dir}", file=sys.stderr)
+            if runner.sampler.resumable:
+                print(f"ckam-bench: resuming from checkpoint {r.checkpoint} "
+                      f"({r.meta['iterations']} iterations, {r.source}): {out_dir}", file=sys.stderr)
+            else:
+                print(f"ckam-bench: restarting from the first iteration: {runner.labels['sampler']} "
+                      f"cannot save its chain's state (the stopped run's {r.meta['iterations']} "
+                      f"iterations are replaced): {out_dir}", file=sys.stderr)
         runner.folder = folder
         status = runner.run()
     except OSError as exc:
@@ -376,7 +381,17 @@ def _app(cfg: DictConfig) -> None:
         folder.release()
     print(_summary(status, out_dir, runner.latest), file=sys.stderr)
     if status["state"] == "interrupted":
+        print(f"ckam-bench: resume it with: {resume_command(hc, out_dir)}", file=sys.stderr)
         sys.exit(130)
+
+
+def resume_command(hc, out_dir) -> str:
+    """The command that resumes an interrupted run: its overrides and ``hydra.run.dir`` = its
+    folder (a job of a sweep resumes alone the same way; the sweep with its hydra.sweep.dir)."""
+    import shlex
+
+    task = [o for o in hc.overrides.task if not o.startswith("hydra.run.dir=")]
+    return shlex.join(["ckam-bench", *task, f"hydra.run.dir={out_dir}"])
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ Config groups (ckam-bench list shows every option)
   budget.max_iterations|max_density|max_grad=N        budgets in counted units
   checkpoint.on=seconds|iterations|density|grad       the axis checkpoints are placed on
   seed=0  start=[x,...]  progress=auto|true|false
-  hydra.run.dir=DIR  hydra.sweep.dir=DIR              where runs are written (re-run to resume)
+  hydra.run.dir=DIR  hydra.sweep.dir=DIR              where runs are written (a run's folder again resumes it)
   hydra/launcher=joblib|slurm                         run a sweep on local cores or SLURM
 
 Examples
@@ -56,7 +56,8 @@ Other commands
   ckam-bench-reference target=...          certified reference sample of a target
 
 Exit codes: 0 done or skipped, 1 failure while running, 2 invalid configuration or refused
-folder, 130 interrupted (resume by running the same command again).
+folder, 130 interrupted (its last line is the command that resumes it: the same overrides with
+hydra.run.dir= its folder; a sweep resumes with the same hydra.sweep.dir=).
 """
 
 
@@ -86,7 +87,10 @@ COMMANDS = {
          "ckam-bench-reference -m target=T chain=0,1,2,3 ...  one chain per job, then",
          "ckam-bench-reference target=T combine=true            certify the stored chains"],
         "0 certified and stored (or one chain stored), 2 invalid configuration or refused "
-        "folder, 3 not certified (nothing stored)",
+        "folder, 3 not certified: nothing stored when a criterion fails; with looser "
+        "thresholds than posteriordb's (rhat_max > 1.01 or ess_min < 10 000) a sample that "
+        "meets them is stored as <id>.provisional.npz, never used as a reference, and the "
+        "exit code is 3 too",
         "docs/validity.md", "out= chooses the reference folder (default: the user cache); "
         "--hydra-help shows Hydra's flags"),
     "ckam-bench-sbc": (

@@ -11,10 +11,13 @@ Bayesian inference algorithms", 2025; Vehtari et al. 2021 for the diagnostics):
 * bulk ESS ≥ ``ess_min`` and tail ESS (the smaller quantile ESS at 5 % and 95 %) ≥ ``ess_min``
   (10 000) on every coordinate,
 
-all from arviz-stats (``arviz_stats.base.array_stats``). Only a certified sample is stored, as
-``<reference_id>.npz`` (+ the certificate as ``<reference_id>.json`` to read), written
-atomically; an uncertified run stores nothing, prints one line saying which criterion failed
-where, and exits with 3 (a configuration error exits with 2).
+all from arviz-stats (``arviz_stats.base.array_stats``). Exit 0 means one thing: a certified
+sample was stored, as ``<reference_id>.npz`` (+ the certificate as ``<reference_id>.json`` to
+read), written atomically. Anything else that is not an error exits with 3: a run that fails a
+criterion stores nothing and prints one line saying which criterion failed where; a run with
+thresholds looser than posteriordb's (``rhat_max`` > 1.01 or ``ess_min`` < 10 000) that meets
+them is stored as ``<reference_id>.provisional.npz``, which no run ever uses, and says
+"provisional, NOT certified". A configuration error exits with 2.
 
 What is computed from what. Per chain the draws after burn-in are streamed: sums of x, x², x⁴
 over *every* draw give the reference's ``mean``, ``second_moment``, ``variance`` and
@@ -743,7 +746,7 @@ def _run(cfg) -> int:
         f"(rhat_max {plain['rhat_max']}, ess_min {plain['ess_min']}; certified needs "
         f"rhat_max <= {RHAT_MAX}, ess_min >= {ESS_MIN}); never used as a reference ({summary}) "
         f"-> {path}")
-    return 0
+    return EXIT_UNCERTIFIED
 
 
 def main() -> None:

@@ -268,3 +268,18 @@ def test_shipped_gp_glass_reference_is_certified_and_pseudo_marginal_imh():
     sd_prior = np.sqrt(target.prior_variance)
     assert np.all(np.sqrt(ref.variance) < sd_prior)
     assert np.all(np.abs(ref.mean) < 2 * sd_prior)
+
+
+def test_provisional_reference_exits_3_and_help_says_so(tmp_path):
+    """One rule (issue 29 §6): exit 0 only when a certified reference was stored; a sample that
+    meets only looser thresholds is stored as provisional (never used) and exits 3."""
+    proc = command("target=gauss2d_corr", "sampler=gam", "chains=4", "burn_in=500",
+                   "iterations=20000", "max_draws=5000", "stored_draws=100", "ess_min=1000",
+                   cwd=tmp_path, cache=tmp_path / "cache")
+    assert proc.returncode == reference.EXIT_UNCERTIFIED, proc.stderr[-2000:]
+    assert "provisional, NOT certified" in proc.stderr
+    (stored,) = (tmp_path / "cache").glob("*.npz")
+    assert stored.name.endswith(".provisional.npz")
+    helped = subprocess.run([sys.executable, "-m", "ckam_bench.reference", "--help"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert "provisional.npz, never used as a reference, and the exit code is 3" in " ".join(helped.stdout.split())
