@@ -96,9 +96,10 @@ COMMANDS = {
     "ckam-bench-sbc": (
         "sbc", "simulation-based calibration of a sampler on a PyMC model",
         ["ckam-bench-sbc sampler=S target=pymc target.model=FILE.py:NAME [sbc.KEY=VALUE ...]"],
-        "0 calibrated (pass), 1 not calibrated (FAIL) or a failure, 2 invalid configuration or "
-        "refused folder",
-        "docs/sbc.md", "sbc.dir chooses the folder (an existing one resumes); "
+        "0 calibrated (pass), 1 not calibrated (FAIL) or a failure, 2 invalid configuration, a "
+        "prior that cannot be drawn exactly or refused folder, 3 incomplete (simulations missing, "
+        "no verdict), 130 interrupted (the resume command is printed)",
+        "docs/sbc.md", "a new folder under outputs/sbc/; sbc.dir=FOLDER resumes an existing SBC; "
         "hydra/launcher=joblib|slurm runs the simulations in parallel"),
 }
 

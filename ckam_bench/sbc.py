@@ -4,26 +4,33 @@ with simulation-based calibration"): ``ckam-bench-sbc sampler=... target=pymc ta
 A sampler's stationarity check needs exact draws of π; a posterior has none. SBC checks a sampler
 on a model's posteriors *on average*: for i = 1 … N draw :math:`\theta_i \sim p(\theta)` and
 :math:`y_i \sim p(y \mid \theta_i)` (one joint prior / prior-predictive draw, :func:`pymc.draw`
-seeded ``sbc.seed``), run the sampler on :math:`p(\theta \mid y_i)` and keep L = ``sbc.draws``
-evenly thinned posterior draws; the rank :math:`r_i = \#\{l : \theta^{(l)} < \theta_i\}` of each
-stored variable is uniform on {0, …, L} when the sampler draws from the posterior (the
-self-consistency of the joint distribution), whatever the model.
+seeded ``sbc.seed``; exact for the model's prior only when nothing restricts it beyond the
+distributions: see :func:`prior_constraints`), run the sampler on :math:`p(\theta \mid y_i)`
+and keep L = ``sbc.draws`` evenly thinned posterior draws; the rank
+:math:`r_i = \#\{l : \theta^{(l)} < \theta_i\} + U_i` (U uniform over the ties,
+:func:`ranks_of`) of each stored variable is uniform on {0, …, L} when the sampler draws from
+the posterior (the self-consistency of the joint distribution), whatever the model.
 
 **Runs.** Simulation i is an ordinary ``ckam-bench`` run of the same configuration (sampler,
 budget, checkpoints, metrics: every key of ``conf/base.yaml`` applies) with ``seed=i`` and
 ``target.data`` = the simulated data of simulation i (:class:`~ckam_bench.targets.pymc.PyMCModel`
 reads observed data at run time, so one compiled model serves every simulation). They run as one
 ``ckam-bench -m`` sweep into ``runs/``, so Hydra's launchers apply (``hydra/launcher=joblib`` runs
-them in local processes, ``hydra/launcher=slurm`` on a cluster) and so does the harness's resume:
-running ``ckam-bench-sbc … sbc.dir=FOLDER`` again skips the complete runs and resumes the others
-from their last checkpoint. The ranks are read from each run's ``samples.parquet`` (the model's
-variables on the constrained scale: free variables and deterministics).
+them in local processes, ``hydra/launcher=slurm`` on a cluster), plugins and ``hydra.searchpath``
+too, and so does the harness's resume: ``ckam-bench-sbc … sbc.dir=FOLDER`` (an existing SBC
+folder) skips the complete runs and resumes the others from their last checkpoint. The sweep
+runs in its own process group holding the SBC folder's lock, and dies with this command
+(:func:`_die_with`); Ctrl-C stops it (final checkpoints) and prints the resume command. The
+ranks are read from each run's ``samples.parquet`` (the model's variables on the constrained
+scale: free variables and deterministics); a run folder another process holds is never read.
 
-**Verdict.** Per variable k, a chi-square test of uniformity of the ranks in ``sbc.bins`` equal
-bins (Talts et al.'s histogram; each bin has probability 1/bins); the verdict's p-value is the
-Bonferroni-corrected smallest one, :math:`p = \min(1, K \min_k p_k)`, and the sampler *fails* when
-p < ``sbc.alpha``. Autocorrelated draws also make ranks non-uniform (too many extreme ranks): the
-table records each run's bulk ESS, and the verdict warns when the median is below L.
+**Verdict.** Only with every simulation (else *incomplete*, exit 3). Per variable k, a
+chi-square test of uniformity of the ranks in ``sbc.bins`` equal bins (Talts et al.'s
+histogram; each bin has probability 1/bins); the verdict's p-value is the Bonferroni-corrected
+smallest one, :math:`p = \min(1, K \min_k p_k)`, and the sampler *fails* when p < ``sbc.alpha``.
+The verdict states the test's power at this N (:func:`power`) and warns when it cannot detect
+even a posterior sd halved. Autocorrelated draws also make ranks non-uniform (too many extreme
+ranks): the table records each run's bulk ESS, and the verdict warns when the median is below L.
 
 **Outputs** (a new folder ``outputs/sbc/DATE/TIME_SAMPLER_MODEL_UID``, or ``sbc.dir``): its
 marker (the configuration's hash: a folder of another configuration is refused untouched),
@@ -34,8 +41,9 @@ count, Binomial(N, 1/bins)), ``ecdf_difference.png`` (ECDF of the fractional ran
 uniform CDF, with the simultaneous 1 − α band of Säilynoja, Bürkner and Vehtari 2022 from
 arviz-stats) and ``verdict.json``. Every file is written atomically (:mod:`ckam_bench.rundir`).
 
-Exit codes: 0 the verdict is *pass*; 1 *fail* (or no simulation could be used); 2 invalid
-configuration or refused folder (nothing created).
+Exit codes: 0 the verdict is *pass*; 1 *fail*; 2 invalid configuration, a prior that cannot be
+drawn exactly, or a refused folder (one line, nothing created); 3 *incomplete* (simulations
+missing, no verdict); 130 interrupted (the resume command is printed).
 """
 
 from __future__ import annotations
@@ -555,7 +563,9 @@ def _sweep(command: list[str], lock_fd: int | None) -> int:
     """Run the sweep in its own process group, holding the SBC folder's lock too (so a re-run
     is refused while it lives) and dying with this process. Ctrl-C / SIGTERM here is passed on
     to the whole group (a final checkpoint in each run), then re-raised."""
+    sys.stdout.flush()
     proc = subprocess.Popen(command, env={**os.environ, "HYDRA_FULL_ERROR": "0"},
+                            stdout=sys.stderr.fileno(),  # stdout: the verdict's line alone
                             start_new_session=True, preexec_fn=_die_with(os.getpid()),
                             pass_fds=(lock_fd,) if lock_fd is not None else ())
     try:

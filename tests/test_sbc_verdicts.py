@@ -128,7 +128,6 @@ def test_shipped_models_low_dim_gauss_mix_is_drawn_ordered():
 @pytest.mark.parametrize("model, starts", [
     (f"{PDB}:garch11", "invalid configuration: target.model: mu has an improper prior (Flat)"),
     (f"{PDB}:kilpisjarvi", "invalid configuration: target.model: sigma has an improper prior"),
-    (f"{MODELS}:potential_shrink", "invalid configuration: target.model: the model has a pm.Potential"),
 ])
 def test_models_without_an_exact_prior_draw_are_refused_one_line(tmp_path, model, starts):
     proc = sbc_command("target=pymc", f"target.model={model}", "sampler=rw", cwd=tmp_path)
