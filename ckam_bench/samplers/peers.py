@@ -445,15 +445,64 @@ def _close(gate: _Gate, background) -> None:
         pass
 
 
+NUTPIE_NUMBA = "nutpie numba (compile_pymc_model)"
+"""describe()'s ``density`` of a PyMC target: nutpie's own numba compilation of the model."""
+HARNESS_COMPILED = "harness compiled density"
+"""… of a target with a compiled ``jit_log_density_and_grad``: handed to nutpie as a C callback."""
+PYTHON_CALLBACK = "python callback (from_pyfunc fallback)"
+"""… of a target without a compiled density (or ``CKAM_BENCH_JIT=0``): a Python call per
+evaluation, several times slower than nutpie's native speed."""
+
+_NUTPIE_MODELS: dict = {}
+"""PyMC model spec -> nutpie.compile_pymc_model(model, backend="numba"): compiled once per process."""
+
+
+@dataclass
+class _DensityPath:
+    """How nutpie evaluates the density of one target (decided and compiled in ``warm_up``)."""
+
+    target: weakref.ref
+    label: str
+    cfuncs: tuple | None = None  # (density, expansion) numba cfuncs; None: the Python fallback
+    inner_user_data: int = 0  # the user data of nutpie's own compiled logp
+    keepalive: object = None
+    note: str = ""
+
+
+def _nutpie_logp_agrees(compiled, target: Target) -> str:
+    """'' when nutpie's compiled logp of the PyMC model equals the target's density and gradient
+    (at its start and a point beside it), else why not (e.g. ``target.data`` replaced the
+    model's data, which nutpie compiled in)."""
+    fn = compiled.compiled_logp_func.ctypes
+    rng = np.random.default_rng(0)
+    start = np.asarray(target.start, float)
+    for x in (start, start + 0.1 * rng.standard_normal(target.dim)):
+        x = np.ascontiguousarray(x)
+        grad, value = np.empty(target.dim), np.empty(1)
+        code = fn(target.dim, x.ctypes.data, grad.ctypes.data, value.ctypes.data, compiled.user_data.ctypes.data)
+        own, own_grad = target.log_density_and_grad_uncounted(x)
+        if code not in (0, 3, 4) or not (
+                np.isclose(value[0], own, rtol=1e-9, atol=1e-9)
+                and np.allclose(grad, own_grad, rtol=1e-8, atol=1e-9)):
+            return "nutpie's compiled model differs from the target's density (its data?)"
+    return ""
+
+
 class Nutpie(Sampler):
     """nutpie's NUTS with its default adaptation (diagonal mass matrix from draw and gradient
     variances, step size by dual averaging) during ``burn_in`` tuning draws.
 
     burn_in : nutpie's ``tune`` (not collected); target_accept; max_depth : nutpie's ``maxdepth``.
-    nutpie hands the harness each draw's position only: the block's acceptance is "the chain
+    The density nutpie evaluates, as a C callback without a Python call per evaluation (see
+    :mod:`ckam_bench.samplers.nutpie_native`): for a PyMC target, nutpie's own numba
+    compilation of the model (``nutpie.compile_pymc_model(model, backend="numba")``, what
+    nutpie's users run); for another target, its compiled ``jit_log_density_and_grad``; only a
+    target without a compiled density (or ``CKAM_BENCH_JIT=0``) falls back to nutpie's
+    ``from_pyfunc`` with a Python callback (``describe()["density"]`` says which ran).
+    nutpie hands the harness each draw's position: the block's acceptance is "the chain
     moved", its step size is not recorded (NaN), a draw's log density is the value the density
-    callback returned at that point of its trajectory (the previous one if the chain stayed),
-    and non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
+    returned at that point of its trajectory (the previous one if the chain stayed), and
+    non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
     max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
     """
@@ -472,56 +521,54 @@ class Nutpie(Sampler):
         self.target_accept = check_fraction("target_accept", target_accept)
         self.max_depth = _check_depth(max_depth)
         self._finalizer = None
+        self._path: _DensityPath | None = None
 
     def skip(self, target: Target) -> tuple[bool, str]:
         if not target.has_gradient:
             return True, f"{self.name} needs the gradient of the log density; target {target.name!r} has none"
         return False, ""
 
+    # ------------------------------------------------------------------ untimed: imports, compilation
     def warm_up(self, target: Target) -> None:
-        if jit.enabled() and hasattr(target, "jit_log_density_and_grad"):
-            f = target.jit_log_density_and_grad()
+        """Import nutpie and compile the density nutpie will call (nutpie's own model of a PyMC
+        target, the C callbacks around it), all before the sampler clock starts."""
+        nutpie = require("nutpie", "nutpie")
+        import nutpie.compiled_pyfunc  # noqa: F401 - the fallback's module, imported off the clock too
+
+        if self._path is not None and self._path.target() is target:
+            return
+        path = None
+        if jit.enabled():
+            from ckam_bench.samplers import nutpie_native
+
+            note = ""
+            if _is_pymc(target):
+                compiled = _NUTPIE_MODELS.get(target.spec)
+                if compiled is None:
+                    compiled = _NUTPIE_MODELS[target.spec] = nutpie.compile_pymc_model(target.model, backend="numba")
+                note = _nutpie_logp_agrees(compiled, target) if compiled.n_dim == target.dim else \
+                    "nutpie's compiled model has another dimension"
+                if not note:
+                    path = _DensityPath(weakref.ref(target), NUTPIE_NUMBA, nutpie_native.nutpie_pymc_cfuncs(compiled),
+                                        int(compiled.user_data.ctypes.data), compiled)
+            f = target.jit_log_density_and_grad() if path is None and hasattr(target, "jit_log_density_and_grad") else None
             if f is not None:
                 f(np.array(target.start, float), np.empty(target.dim))  # compiles it
-
-    def _density(self, target: Target, gate: _Gate):
-        """nutpie's ``logp(x) -> (log π(x), ∇log π(x))``, held by the gate between blocks."""
-        compiled = target.jit_log_density_and_grad() if (
-            jit.enabled() and hasattr(target, "jit_log_density_and_grad")) else None
-        self._compiled_density = compiled is not None
-
-        def logp(x):
-            if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
-                return -math.inf, np.zeros(x.shape[0])
-            gate.evals += 1
-            if compiled is not None:
-                grad = np.empty(x.shape[0])
-                value = compiled(x, grad)
-            else:
-                value, grad = target._log_density(x), target._grad_log_density(x)
-            if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
-                gate.nonfinite += 1
-            gate.values[x.tobytes()] = value
-            return value, grad
-
-        return logp
+                path = _DensityPath(weakref.ref(target), HARNESS_COMPILED, nutpie_native.harness_cfuncs(f),
+                                    keepalive=f, note=note)
+        if path is None:
+            path = _DensityPath(weakref.ref(target), PYTHON_CALLBACK)
+        self._path = path
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> PeerState:
-        import nutpie
-        from nutpie.compiled_pyfunc import from_pyfunc
+        import nutpie  # imported by warm_up: a look-up
 
         if self._finalizer is not None:
             self._finalizer()
+        if self._path is None or self._path.target() is not target:
+            self.warm_up(target)  # the runner has done it, before the clock
         x, logp = check_start(target, x0)  # the harness's own check of the start (one density)
         self.target = target
-        gate = self._gate = _Gate()
-        gate.last_logp = float(logp)
-        logp_fn = self._density(target, gate)
-
-        def expand(x):
-            gate.record(x)
-            return {}
-
         tries = []
 
         def start(seed):
@@ -533,13 +580,34 @@ class Nutpie(Sampler):
                 return x.copy()
             return x + np.random.default_rng(seed).uniform(-2.0, 2.0, x.shape[0])
 
-        model = from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [],
-                            make_initial_point_fn=start)
+        path = self._path
+        if path.cfuncs is not None:
+            from ckam_bench.samplers import nutpie_native
+
+            gate = nutpie_native.Gate(target.dim, float(logp), self.max_depth,
+                                      inner_user_data=path.inner_user_data)
+            model = nutpie_native.native_model(target.dim, path.cfuncs, gate, start, path.keepalive)
+            close = nutpie_native.shutdown
+        else:
+            from nutpie.compiled_pyfunc import from_pyfunc
+
+            gate = _Gate()
+            gate.last_logp = float(logp)
+            logp_fn = _python_density(target, gate)
+
+            def expand(x):
+                gate.record(x)
+                return {}
+
+            model = from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [],
+                                make_initial_point_fn=start)
+            close = _close
+        self._gate = gate
         self._background = nutpie.sample(
             model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
             seed=int(rng.integers(2**63)), progress_bar=False, blocking=False,
             target_accept=self.target_accept, maxdepth=self.max_depth)
-        self._finalizer = weakref.finalize(self, _close, gate, self._background)
+        self._finalizer = weakref.finalize(self, close, gate, self._background)
         return PeerState(x=x, logp=float(logp), t=0, library_state={})
 
     def advance(self, state: PeerState, n: int):
@@ -547,17 +615,22 @@ class Nutpie(Sampler):
             raise RuntimeError(f"nutpie was started for {self.burn_in} + {self.max_draws} draws "
                                f"(sampler.burn_in + sampler.max_draws): raise sampler.max_draws")
         background = self._background
-        draws, logps, evals, nonfinite = self._gate.grant(n, lambda: _finished(background))
+        if self._path.cfuncs is not None:
+            from ckam_bench.samplers.nutpie_native import finished
+        else:
+            finished = _finished
+        X, logps, evals, nonfinite = self._gate.grant(n, lambda: finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
-        if self._compiled_density:  # nutpie's Rust loop on the compiled density (provenance.loops)
+        if self._path.cfuncs is not None:  # nutpie's Rust loop on a compiled density (provenance.loops)
             jit.ran_compiled()
-        X = np.array(draws).reshape(n, self.target.dim)
+        X = np.asarray(X, dtype=float).reshape(n, self.target.dim)
+        logps = np.asarray(logps, dtype=float)
         previous = np.vstack([state.x[None], X[:-1]])
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=np.any(X != previous, axis=1),
                       accept_prob=np.full(n, np.nan), phase=phase, step_size=np.full(n, np.nan),
-                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=np.array(logps))
+                      noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=logps)
         return PeerState(x=X[-1].copy(), logp=float(logps[-1]), t=state.t + n, library_state={},
                          mean_steps=evals / n), block
 
@@ -565,6 +638,34 @@ class Nutpie(Sampler):
         return {"mean_leapfrog": float(state.mean_steps)}
 
     def describe(self) -> dict:
-        return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
-                "library": library_version("nutpie"), "max_depth": self.max_depth,
-                "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False}
+        out = {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
+               "library": library_version("nutpie"), "max_depth": self.max_depth,
+               "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False}
+        if self._path is not None:
+            out["density"] = self._path.label
+            if self._path.note:
+                out["density_note"] = self._path.note
+        return out
+
+
+def _is_pymc(target) -> bool:
+    from ckam_bench.targets.pymc import PyMCModel
+
+    return isinstance(target, PyMCModel)
+
+
+def _python_density(target: Target, gate: _Gate):
+    """The fallback's ``logp(x) -> (log π(x), ∇log π(x))`` for ``from_pyfunc``: a Python call per
+    evaluation, held by the gate between blocks."""
+
+    def logp(x):
+        if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
+            return -math.inf, np.zeros(x.shape[0])
+        gate.evals += 1
+        value, grad = target._log_density(x), target._grad_log_density(x)
+        if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
+            gate.nonfinite += 1
+        gate.values[x.tobytes()] = value
+        return value, grad
+
+    return logp
