@@ -100,7 +100,8 @@ def _build(inner_call):
         value = logp_[0]
         if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
             ctl[NONFINITE] += 1
-        k, cap = ctl[NPTS], ptr[P_PTS_CAP]
+        dim = np.int64(dim)
+        k, cap = ctl[NPTS], np.int64(ptr[P_PTS_CAP])
         if k < cap:
             pts = carray(as_pointer(ptr[P_PTS]), (cap * dim,), np.float64)
             vals = carray(as_pointer(ptr[P_VALS]), (cap,), np.float64)
@@ -118,13 +119,13 @@ def _build(inner_call):
         if ctl[CLOSING] != 0:
             return 0
         fctl = carray(as_pointer(ptr[P_FCTL]), (2,), np.float64)
-        cap = ptr[P_CAP]
+        dim, cap = np.int64(dim), np.int64(ptr[P_CAP])
         draws = carray(as_pointer(ptr[P_DRAWS]), (cap * dim,), np.float64)
         logps = carray(as_pointer(ptr[P_LOGPS]), (cap,), np.float64)
-        pts_cap = ptr[P_PTS_CAP]
+        pts_cap = np.int64(ptr[P_PTS_CAP])
         pts = carray(as_pointer(ptr[P_PTS]), (pts_cap * dim,), np.float64)
         vals = carray(as_pointer(ptr[P_VALS]), (pts_cap,), np.float64)
-        pos = ctl[POS]
+        pos = ctl[POS] % cap  # the harness grants at most cap draws at a time (a direct run wraps)
         for i in range(dim):
             draws[pos * dim + i] = x_[i]
         # the draw is a point of its trajectory (evaluated since the last draw) or the last draw

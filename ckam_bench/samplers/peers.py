@@ -178,6 +178,7 @@ class _JaxPeer(Sampler):
         return cache[key]
 
     def warm_up(self, target: Target) -> None:
+        _warm_start_check(target)
         self._compiled(target)
 
     def init(self, target: Target, x0, rng: np.random.Generator) -> PeerState:
@@ -231,6 +232,15 @@ class _JaxPeer(Sampler):
     def describe(self) -> dict:
         return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
                 "library": library_version(self.distribution), "jax": library_version("jax")}
+
+
+def _warm_start_check(target: Target) -> None:
+    """Evaluate the target's density once, uncounted, before the clock: ``init``'s check of the
+    start point then finds it compiled (a PyMC target compiles its density at its first call)."""
+    try:
+        target._log_density(np.asarray(target.start, float))
+    except Exception:  # noqa: BLE001 - a bad start is reported by init's check, on its own terms
+        pass
 
 
 def _leaves_dict(leaves) -> dict:
@@ -473,13 +483,17 @@ def _nutpie_logp_agrees(compiled, target: Target) -> str:
     """'' when nutpie's compiled logp of the PyMC model equals the target's density and gradient
     (at its start and a point beside it), else why not (e.g. ``target.data`` replaced the
     model's data, which nutpie compiled in)."""
+    import ctypes
+
     fn = compiled.compiled_logp_func.ctypes
     rng = np.random.default_rng(0)
     start = np.asarray(target.start, float)
     for x in (start, start + 0.1 * rng.standard_normal(target.dim)):
         x = np.ascontiguousarray(x)
         grad, value = np.empty(target.dim), np.empty(1)
-        code = fn(target.dim, x.ctypes.data, grad.ctypes.data, value.ctypes.data, compiled.user_data.ctypes.data)
+        ptr = ctypes.POINTER(ctypes.c_double)
+        code = fn(target.dim, x.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), value.ctypes.data_as(ptr),
+                  compiled.user_data.ctypes.data)
         own, own_grad = target.log_density_and_grad_uncounted(x)
         if code not in (0, 3, 4) or not (
                 np.isclose(value[0], own, rtol=1e-9, atol=1e-9)
@@ -537,6 +551,7 @@ class Nutpie(Sampler):
 
         if self._path is not None and self._path.target() is target:
             return
+        _warm_start_check(target)
         path = None
         if jit.enabled():
             from ckam_bench.samplers import nutpie_native
