@@ -258,25 +258,10 @@ class Runner:
         return runstatus.status(self, state, reason, wall)
 
     def _fail(self, wall_start: float, bar, exc: BaseException) -> None:
-        """Mark the run ``failed`` with the exception as its reason (and the traceback under
-        ``error``), whatever raised it: a last checkpoint with every file when that works, else
-        ``status.json`` alone (the exception came from a store, a metric or a hook), so that a
-        run never stays ``running``."""
-        import traceback
-
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        self.status_extra["error"] = "".join(traceback.format_exception(exc))[-4000:]
+        """Mark the run ``failed`` whatever raised (:func:`ckam_bench.runstatus.mark_failed`)."""
         bar.close()
-        try:
-            self._checkpoint(wall_start, "failed", reason)
-        except Exception:
-            wall = self.wall_offset + time.perf_counter() - wall_start
-            try:
-                status = runstatus.status(self, "failed", reason, wall)
-            except Exception:  # a hook the status reads raised too: the minimum that says so
-                status = {"state": "failed", "reason": reason, "started": self.started,
-                          **{k: self.labels.get(k) for k in runstatus.LABELS}, **self.status_extra}
-            self.folder.write_status(status)
+        runstatus.mark_failed(self, exc, lambda reason: self._checkpoint(wall_start, "failed", reason),
+                              self.wall_offset + time.perf_counter() - wall_start)
 
     def _start(self, resume) -> None:
         """Warm the sampler up (untimed: e.g. JIT compilation), make its first state on the

@@ -97,3 +97,25 @@ def status(run, state: str, reason: str, wall: float) -> dict:
         **run.status_extra,
         "provenance": provenance,
     }
+
+
+def mark_failed(run, exc: BaseException, checkpoint, wall: float) -> None:
+    """Mark ``run`` ``failed`` with the exception as its reason (and the traceback under
+    ``error``), whatever raised it: a last ``checkpoint(reason)`` with every file when that
+    works, else ``status.json`` alone (the exception came from a store, a metric or a hook),
+    else the minimum that says so — never a run left ``running``."""
+    import traceback
+
+    reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    run.status_extra["error"] = "".join(traceback.format_exception(exc))[-4000:]
+    try:
+        checkpoint(reason)
+        return
+    except Exception:  # noqa: BLE001 - the failure is recorded below, the caller re-raises exc
+        pass
+    try:
+        written = status(run, "failed", reason, wall)
+    except Exception:  # noqa: BLE001 - a hook the status reads raised too
+        written = {"state": "failed", "reason": reason, "started": run.started,
+                   **{k: run.labels.get(k) for k in LABELS}, **run.status_extra}
+    run.folder.write_status(written)

@@ -14,8 +14,6 @@ LARGER = {
     # path: (most lines, why it is one module)
     "samplers/kameleon.py": (900, "one paper family (KAM, cKAM, KAMH) in one module, as every "
                                   "sampler family; its Python steps call compiled helpers"),
-    "reference.py": (750, "one command, ckam-bench-reference: settings, chains, certification "
-                          "and the loader of what it certifies"),
 }
 
 
