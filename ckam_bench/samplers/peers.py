@@ -2,9 +2,11 @@ r"""Peer samplers: the production NUTS implementations researchers already trust
 harness under the same budgets, clocks, checkpoints, metrics and reports as every other sampler.
 
 * :class:`Nutpie` — nutpie (PyMC's Rust NUTS, ``nuts-rs``) with its own mass-matrix and step-size
-  adaptation (``tune`` warm-up draws). It calls the target's log density and gradient through
-  nutpie's public ``from_pyfunc`` interface (the compiled numba density when there is one), so
-  it runs on every target with a gradient.
+  adaptation (``tune`` warm-up draws), at its native speed: its Rust thread calls a C callback
+  (:mod:`ckam_bench.samplers.nutpie_native`) around nutpie's own numba compilation of a PyMC
+  target (``compile_pymc_model(backend="numba")``) or the target's compiled density, with no
+  Python call per evaluation or per draw; only a target without a compiled density falls back
+  to ``from_pyfunc`` (a Python call per evaluation). It runs on every target with a gradient.
 * :class:`NumPyroNUTS` — NumPyro's NUTS on the potential −log π with Stan's windowed adaptation
   of a diagonal mass matrix and the step size (``num_warmup`` = ``burn_in``).
 * :class:`BlackJAXNUTS` — BlackJAX's NUTS kernel with Stan's window adaptation assembled from
@@ -22,9 +24,10 @@ leapfrog counts (``num_steps``, ``num_integration_steps``) plus the one evaluati
 (neither library runs a step-size search here: NumPyro's ``find_heuristic_step_size`` is off,
 BlackJAX's window adaptation has none); nutpie's are counted as its calls of the density (its
 ``n_steps`` plus the evaluations of its initial step-size search). Every evaluation is a density
-and a gradient; the harness's check of the start point adds one density evaluation. JAX
-compilation runs in ``warm_up`` (before the sampler clock; its time is the run's
-``warmup_seconds``), once per target instance and configuration in a process.
+and a gradient; the harness's check of the start point adds one density evaluation. Every
+peer's imports and compilation (JAX's; nutpie's model and callbacks) run in ``warm_up`` (before
+the sampler clock; its time is the run's ``warmup_seconds``), once per target instance and
+configuration in a process.
 
 **Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to ``CAPACITY`` iterations per call
 (the count is a traced argument: one compilation serves every block size); its state — the
@@ -32,10 +35,10 @@ library's state, the adaptation state and the PRNG key — is a tree of arrays h
 state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
 same chain. Both libraries compute on threads other than the caller's, which the runner's CPU
 clock counts (it measures the whole process). nutpie's sampler
-runs on its own thread: the density callback holds it until ``advance`` grants it ``n`` more
-draws, and the expansion callback (called once per draw) hands each draw back and stops the
-chain when the ``n``-th is done, so a block is exactly ``n`` draws and nutpie is paused between
-blocks. nutpie's chain state cannot be saved, so a killed nutpie run
+runs on its own thread: the density callback holds it (a blocking read of a pipe) until
+``advance`` grants it ``n`` more draws, and the expansion callback (called once per draw) hands
+each draw back and wakes ``advance`` when the ``n``-th is done, so a block is exactly ``n`` draws
+and nutpie is paused between blocks. nutpie's chain state cannot be saved, so a killed nutpie run
 restarts from its first iteration (``resumable = False``; the status records ``restarted``)
 instead of mixing two chains into one trace. nutpie keeps its own record of every draw's
 statistics in memory (about 150 bytes a draw) for the life of the run.
