@@ -271,7 +271,7 @@ def test_first_run_in_a_process_costs_what_a_second_run_costs(name):
                           timeout=600, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.returncode == 0, proc.stderr
     first, second = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert first < second + 0.25, (first, second)
+    assert first < second + 0.4, (first, second)
 
 
 def test_blocks_do_not_change_the_chain():
