@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -335,11 +336,18 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
     if missing:
         return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}", target)
     notes = []
-    config, choices = _load_hydra(folder, notes)
+    config, choices = _load_hydra(folder, notes, status)
     unusable = [n for n in notes if n.reason.startswith(".hydra/config.yaml")]
     if unusable:
         return Skipped(folder, unusable[0].reason, target)
     problem = store.identity_problem(folder, status, config)
+    unresolved = getattr(config, "unresolved", None) if problem else None
+    if problem and unresolved and problem.startswith(".hydra/config.yaml is not the config"):
+        key, (text, why) = next(iter(unresolved.items()))
+        more = f" (and {len(unresolved) - 1} more)" if len(unresolved) > 1 else ""
+        return Skipped(folder, f".hydra/config.yaml cannot be resolved from the run folder: "
+                               f"{key} = {text} fails here ({why}){more}, so the run's config "
+                               "hash cannot be checked", target)
     if problem:
         return Skipped(folder, problem, target)
     flags = {}
@@ -358,8 +366,49 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
     return run, notes
 
 
-def _load_hydra(folder: Path, notes: list) -> tuple[dict | None, dict]:
-    """The resolved config and the group choices from ``.hydra/`` (None / {} when absent)."""
+STORED_RESOLVERS = {
+    # ${pymc_dim:MODEL} (conf/target/pymc.yaml) imports the model; the run recorded the number
+    "pymc_dim": lambda status: status.get("dim"),
+}
+"""Resolvers whose value a run folder records (resolver name -> value from ``status.json``):
+the snapshot is resolved with these values, never by importing or building anything."""
+
+
+class _Config(dict):
+    """A resolved config snapshot; ``unresolved``: dotted key -> (its text, why it failed)."""
+
+    unresolved: dict
+
+
+def _stored_values(cfg, status: dict) -> None:
+    """Replace, in place, every value of ``cfg`` that is exactly ``${R:...}`` for a resolver R
+    of :data:`STORED_RESOLVERS` by the value the run recorded (when it recorded one)."""
+    from omegaconf import DictConfig, ListConfig
+
+    def walk(node):
+        keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
+        for key in keys:
+            child = node._get_node(key)
+            if isinstance(child, (DictConfig, ListConfig)):
+                walk(child)
+                continue
+            raw = child._value() if child is not None else None
+            found = re.fullmatch(r"\$\{(\w+):.*\}", raw.strip()) if isinstance(raw, str) else None
+            if found and found.group(1) in STORED_RESOLVERS:
+                value = STORED_RESOLVERS[found.group(1)](status or {})
+                if value is not None:
+                    node[key] = value
+
+    walk(cfg)
+
+
+def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[dict | None, dict]:
+    """The resolved config and the group choices from ``.hydra/`` (None / {} when absent).
+
+    Resolved from the run folder alone: an interpolation of :data:`STORED_RESOLVERS` (e.g.
+    ``${pymc_dim:...}``, which would import the model) takes the value ``status.json``
+    recorded; interpolations that still fail stay as text and are listed in the result's
+    ``unresolved`` (key -> (text, why))."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -370,10 +419,13 @@ def _load_hydra(folder: Path, notes: list) -> tuple[dict | None, dict]:
             cfg = OmegaConf.load(cfg_file)
             if not OmegaConf.is_dict(cfg):
                 raise ValueError(f"not a mapping but a {type(cfg).__name__}")
+            _stored_values(cfg, status)
+            unresolved = {}
             try:
-                config = OmegaConf.to_container(cfg, resolve=True)
+                config = _Config(OmegaConf.to_container(cfg, resolve=True))
             except OmegaConfBaseException:  # resolve what can be, key by key
-                config = {key: _resolved(cfg, key) for key in cfg}
+                config = _Config({key: _resolved(cfg, key, unresolved, str(key)) for key in cfg})
+            config.unresolved = unresolved
         except Exception as exc:  # YAML errors have several types
             notes.append(Skipped(folder, f".hydra/config.yaml unreadable ({_first_line(exc)}): "
                                          "the run cannot be identified"))
@@ -389,20 +441,23 @@ def _load_hydra(folder: Path, notes: list) -> tuple[dict | None, dict]:
     return config, choices
 
 
-def _resolved(cfg, key):
-    """``cfg[key]`` with every interpolation that resolves resolved, the others left as text."""
+def _resolved(cfg, key, unresolved: dict | None = None, path: str = ""):
+    """``cfg[key]`` with every interpolation that resolves resolved, the others left as text
+    (and recorded in ``unresolved``: dotted path -> (text, first line of the error))."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     node = cfg._get_node(key)
     if isinstance(node, DictConfig):
-        return {k: _resolved(node, k) for k in node}
+        return {k: _resolved(node, k, unresolved, f"{path}.{k}") for k in node}
     if isinstance(node, ListConfig):
-        return [_resolved(node, i) for i in range(len(node))]
+        return [_resolved(node, i, unresolved, f"{path}[{i}]") for i in range(len(node))]
     try:
         value = cfg[key]
         return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
-    except OmegaConfBaseException:
+    except OmegaConfBaseException as exc:
+        if unresolved is not None:
+            unresolved[path] = (str(node._value()), _first_line(exc))
         return node._value()
 
 
