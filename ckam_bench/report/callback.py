@@ -14,7 +14,8 @@ exit status.
 
 Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (default false: the figures take
 tens of seconds per target, more than a short sweep itself), ``folder`` (the report's
-sub-folder of the sweep folder).
+sub-folder of the sweep folder), ``rank_by`` (the ranking's first key, as
+``ckam-bench-figures --rank-by``; null: the default).
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ from omegaconf import DictConfig
 class SweepReport(Callback):
     """Hydra callback: the report of a sweep, rendered when the sweep ends."""
 
-    def __init__(self, figures: bool = False, folder: str = "report"):
+    def __init__(self, figures: bool = False, folder: str = "report", rank_by: str | None = None):
+        from ckam_bench.report.ranking import RANK_KEYS
+
         self.figures = bool(figures)
         self.folder = str(folder)
+        if rank_by is not None and rank_by not in RANK_KEYS:
+            raise ValueError(f"hydra.callbacks.sweep_report.rank_by must be one of "
+                             f"{', '.join(RANK_KEYS)}, got {rank_by!r}")
+        self.rank_by = rank_by
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         try:
@@ -50,20 +57,22 @@ class SweepReport(Callback):
         from ckam_bench.report import generic, html, ranking
         from ckam_bench.report.aggregate import load_results
         from ckam_bench.report.cli import Report, build_report
+        from ckam_bench.report.drawing import Settings
 
         results = load_results(sweep_dir)
         if not results.runs:
             print(f"ckam-bench: sweep report: no complete run under {sweep_dir}",
                   file=sys.stderr)
             return None
+        settings = Settings(rank_by=self.rank_by)
         out = sweep_dir / self.folder
         page = out / "report.html"
         if page.exists() and html.fingerprint_meta(results) in page.read_text(errors="replace"):
-            report = Report(results, rankings=ranking.ranking_tables(results),
+            report = Report(results, rankings=ranking.ranking_tables(results, settings),
                             markdown=out / "report.md", html=page)
         else:
             kinds = list(generic.GENERIC) if self.figures else []
-            report = build_report(results, out, kinds=kinds, formats=("png",),
+            report = build_report(results, out, settings, kinds=kinds, formats=("png",),
                                   log=lambda line: None)
         lines = [f"ckam-bench: sweep report: {report.html}",
                  f"  ({len(results.runs)} runs in {len(results.groups())} configuration groups"

@@ -3,7 +3,7 @@
     ckam-bench-figures RESULTS_DIR --out OUT_DIR [--figures 1,3,10|all|none]
         [--generic metrics,marginals,pairs,diagnostics|all|none] [--targets bimodal,gmm2d]
         [--x sampler_seconds|iterations|n_density|n_grad|wall_seconds] [--band 10,90]
-        [--formats png,pdf] [--include-incomplete]
+        [--formats png,pdf] [--rank-by KEY] [--include-incomplete]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
 each requested paper figure the runs support (:mod:`ckam_bench.report.paper_ckam`), the generic
@@ -154,6 +154,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--formats", type=_formats, default=("png", "pdf"),
                    help="figure formats (default: png,pdf; the HTML report embeds the PNGs, so "
                         "png is always written)")
+    p.add_argument("--rank-by", choices=ranking.RANK_KEYS, default=None, metavar="KEY",
+                   help="the ranking's first key, one of " + ", ".join(ranking.RANK_KEYS)
+                        + " (default: to_acc_sampler_seconds, else kl, else ess_per_second; "
+                          "ties go to the next key)")
     p.add_argument("--include-incomplete", action="store_true",
                    help="use interrupted/failed runs up to their last checkpoint")
     return p
@@ -247,7 +251,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
             log(f"figure {fig.title}: {fig.paths[0]}")
     for name, source in TABLE_SOURCES.items():
         try:
-            made = source(results)
+            made = (source(results, settings) if getattr(source, "wants_settings", False)
+                    else source(results))
         except Exception as exc:  # one broken table must not stop the report
             note(f"tables {name}", _one_line(exc))
             continue
@@ -307,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
         for name, note in run.flags.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
-    settings = Settings(x=args.x, band=args.band)
+    settings = Settings(x=args.x, band=args.band, rank_by=args.rank_by)
     try:
         report = build_report(results, folder, settings, args.figures, args.generic,
                               args.formats)

@@ -47,6 +47,7 @@ class Settings:
     x: str = "sampler_seconds"
     band: tuple[float, float] = (10.0, 90.0)
     n_grid: int = 200
+    rank_by: str | None = None  # the ranking's first key (ranking.RANK_KEYS); None: default
 
     @property
     def x_label(self) -> str:

@@ -121,6 +121,18 @@ def cost_to_accuracy(trace: pd.DataFrame, column: str = "bias2", threshold: floa
     return {c: float(trace[c].iloc[k]) if c in trace.columns else float("nan") for c in costs}
 
 
+def censored_at_first(trace: pd.DataFrame, column: str = "bias2",
+                      threshold: float = THRESHOLD) -> bool:
+    """Whether ``column`` is below ``threshold`` from the run's first checkpoint on: its cost
+    to accuracy is then only known to be at most the first checkpoint's cost (censored)."""
+    if column not in trace.columns:
+        return False
+    order = "checkpoint" if "checkpoint" in trace.columns else "sampler_seconds"
+    y = pd.to_numeric(trace.sort_values(order, kind="stable")[column], errors="coerce")
+    y = y.to_numpy(float)
+    return bool(y.size and np.all(np.isfinite(y) & (y < threshold)))
+
+
 def run_values(trace: pd.DataFrame, flagged: bool = False) -> dict[str, float]:
     """The ranking's values for one run: its last checkpoint plus the cost to accuracy (for a
     ``flagged`` run: no ESS, ∞ cost; see the module docstring)."""
@@ -138,6 +150,7 @@ def run_values(trace: pd.DataFrame, flagged: bool = False) -> dict[str, float]:
     values["ess_per_grad"] = ess / grads if grads > 0 else math.nan
     for cost, value in cost_to_accuracy(trace).items():
         values[f"to_acc_{cost}"] = value
+    values["censored"] = censored_at_first(trace) and not flagged
     if flagged:
         values.update({"ess_per_second": 0.0, "ess_per_grad": 0.0})
         values.update({f"to_acc_{cost}": math.inf for cost in COSTS  # where it has one
@@ -169,52 +182,213 @@ def _text(value: float) -> str:
     return statistic(value)
 
 
-def cell(values) -> tuple[str, float | None]:
+CENSORED = "≤"
+SIGNIFICANCE = 0.05
+
+
+def summary(values, censored=None) -> tuple[list[float], list[bool]]:
+    """Median, 10 % and 90 % quantiles over seeds (linear interpolation, ∞ where an ∞ is
+    involved) and, per quantile, whether it falls on seeds whose cost is censored at the first
+    checkpoint (then it is an upper bound: '≤'). Censored seeds come first in the order."""
+    censored = [False] * len(values) if censored is None else list(censored)
+    pairs = sorted(((float(v), bool(c)) for v, c in zip(values, censored) if not math.isnan(v)),
+                   key=lambda p: (not p[1], p[0]))
+    if not pairs:
+        return [math.nan] * 3, [False] * 3
+    v = [p[0] for p in pairs]
+    n_cens = sum(p[1] for p in pairs)
+    out, marks = [], []
+    for q in (50.0, 10.0, 90.0):
+        pos = q / 100.0 * (len(v) - 1)
+        lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+        if math.isinf(v[hi]) or math.isinf(v[lo]):
+            out.append(math.inf)
+        else:
+            out.append(float(v[lo] + (pos - lo) * (v[hi] - v[lo])))
+        marks.append(hi < n_cens)
+    return out, marks
+
+
+def cell(values, censored=None) -> tuple[str, float | None]:
     """'median [p10, p90]' over seeds (the median alone when the range is a single value, e.g.
-    for one seed) and the median as sort key."""
-    med, lo, hi = quantiles(values)
-    finite = [x for x in values if not math.isnan(x)]
-    if not finite:
+    for one seed) and the median as sort key; a quantile on censored seeds reads '≤ v'."""
+    (med, lo, hi), (c_med, c_lo, c_hi) = summary(values, censored)
+    if math.isnan(med):
         return NA, None
-    text = _text(med) if lo == hi else f"{_text(med)} [{_text(lo)}, {_text(hi)}]"
-    return text, med
+
+    def text(value, mark):
+        return f"{CENSORED} {_text(value)}" if mark else _text(value)
+
+    same = lo == hi and c_lo == c_hi
+    body = text(med, c_med) if same else f"{text(med, c_med)} [{text(lo, c_lo)}, {text(hi, c_hi)}]"
+    return body, med
 
 
 def group_values(group: Group) -> dict[str, list[float]]:
-    """Per ranking column, one value per seed of the group."""
+    """Per ranking column, one value per seed of the group (plus ``censored``: per seed,
+    whether its cost to accuracy is censored at the first checkpoint)."""
     per_run = [run_values(run.trace, flagged=bool(run.flags)) for run in group.runs]
-    return {key: [v[key] for v in per_run] for key, _, _ in COLUMNS}
+    out = {key: [v[key] for v in per_run] for key, _, _ in COLUMNS}
+    out["censored"] = [v["censored"] for v in per_run]
+    return out
 
 
-def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Table:
-    """The ranking of every configuration group on ``target`` (see the module docstring)."""
+RANK_KEYS = tuple(key for key, _, _ in COLUMNS)
+HEADERS = {key: header for key, header, _ in COLUMNS}
+LOWER = {key: low for key, _, low in COLUMNS}
+COST_KEYS = tuple(f"to_acc_{c}" for c in COSTS)
+
+
+def _key_median(values: dict, key: str) -> tuple[float, bool]:
+    """A group's median over seeds on ``key`` and whether it is censored (cost keys only)."""
+    (med, _, _), (c_med, _, _) = summary(
+        values[key], values["censored"] if key in COST_KEYS else None)
+    return med, c_med
+
+
+class Order:
+    """The ranking of the groups of one target (module docstring): the groups in rank order,
+    their ranks, the keys in the order they decide, per row the key that decided it, and the
+    test of the top two against the seed-to-seed spread."""
+
+    def __init__(self, groups: list[Group], rank_by: str | None = None, diagnostics: bool = True):
+        self.groups_in = groups
+        self.values = {g.key: group_values(g) for g in groups}
+        self.present = [c for c in COLUMNS
+                        if any(not math.isnan(x) for g in groups for x in self.values[g.key][c[0]])]
+        names = [c[0] for c in self.present]
+        keyed = [key for key in PRIMARY if key in names]
+        self.notes: list[str] = []
+        self.passed_over: list[str] = []
+        primary = None
+        if rank_by is not None:
+            if rank_by in names:
+                primary = rank_by
+            else:
+                self.notes.append(f"not ranked on {HEADERS.get(rank_by, rank_by)} (rank_by): no run "
+                                  "on this target has it; the default keys are used")
+        if primary is None:
+            def finite_somewhere(key):
+                return any(math.isfinite(_key_median(self.values[g.key], key)[0]) for g in groups)
+
+            primary = next((key for key in keyed if finite_somewhere(key)),
+                           keyed[0] if keyed else None)
+            self.passed_over = keyed[:keyed.index(primary)] if primary in keyed else []
+        self.primary = primary
+        self.order_keys = ([primary] + [k for k in TIE_KEYS if k != primary and k in names]
+                           if primary else [])
+        self.checks = {g.key: report_flags(g) if diagnostics else {} for g in groups}
+        self.ordered, self.ranks = rank_order(groups, self.rank_key, name=lambda g: g.label)
+        keys = [self.rank_key(g) for g in self.ordered]
+        self.decided = []
+        for i in range(len(keys)):
+            j = i - 1 if i > 0 else 1
+            self.decided.append(self._difference(keys[i], keys[j]) if 0 <= j < len(keys) else "")
+
+    def flagged(self, group: Group) -> bool:
+        return bool(group.flagged or self.checks[group.key])
+
+    def rank_key(self, group: Group):
+        """(flagged, then per key: NaN last, censored costs tied ahead of any other value)."""
+        parts = []
+        for key in self.order_keys:
+            med, censored = _key_median(self.values[group.key], key)
+            if censored:
+                parts.append((False, -math.inf))
+            else:
+                parts.append((math.isnan(med), 0.0 if math.isnan(med) else (med if LOWER[key] else -med)))
+        return (self.flagged(group), *parts)
+
+    def _difference(self, a, b) -> str:
+        """The first key on which two rank keys differ ('' when equal on all)."""
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return "flags" if i == 0 else HEADERS[self.order_keys[i - 1]]
+        return "tie"
+
+    def seed_values(self, group: Group, key: str) -> list[float]:
+        """Per seed, the value the rank-sum test compares (lower is better; censored costs
+        tie at −∞)."""
+        values = self.values[group.key]
+        out = []
+        for i, v in enumerate(values[key]):
+            if math.isnan(v):
+                continue
+            if key in COST_KEYS and values["censored"][i]:
+                out.append(-math.inf)
+            else:
+                out.append(v if LOWER[key] else -v)
+        return out
+
+    def top_two(self, label=lambda g: g.label) -> tuple[str, str]:
+        """(a short verdict for the first row's 'decided by' cell, the note) on whether the
+        first two rows differ by more than the seed-to-seed spread; ('', '') with one row."""
+        if len(self.ordered) < 2:
+            return "", ""
+        a, b = self.ordered[0], self.ordered[1]
+        how = self.decided[0]
+        if how == "tie":
+            return "tied", (f"top two: {label(a)} and {label(b)} are equal on every key and "
+                            "share a rank")
+        if how == "flags":
+            return "", (f"top two: {label(b)} is flagged, {label(a)} is not: ranked by the flag, "
+                        "whatever the spread of its values")
+        key = next(k for k in self.order_keys if HEADERS[k] == how)
+        return seed_spread_test(self.seed_values(a, key), self.seed_values(b, key),
+                                f"{label(a)} vs {label(b)} on {how}")
+
+
+def seed_spread_test(a: list[float], b: list[float], what: str) -> tuple[str, str]:
+    """A two-sided rank-sum (Wilcoxon–Mann–Whitney) test of two groups' per-seed values: the
+    exact permutation distribution of the rank sum (midranks for ties) when there are at most
+    200 000 splits, else scipy's normal approximation. Returns (short verdict, note)."""
+    from itertools import combinations
+
+    from scipy.stats import mannwhitneyu, rankdata
+
+    n1, n2 = len(a), len(b)
+    if n1 < 2 and n2 < 2:
+        return "one seed", (f"top two ({what}): one seed each, no seed-to-seed spread to compare "
+                            "the difference with: the order is that of single runs")
+    min_p = 2.0 / math.comb(n1 + n2, n1)
+    if min_p > SIGNIFICANCE:
+        return "too few seeds", (
+            f"top two ({what}): too few seeds to rank them: with {n1} and {n2} seeds no ordering "
+            f"of the values reaches p < {SIGNIFICANCE:g} in a two-sided rank-sum test (the "
+            f"smallest p is {min_p:.2g}; 4 seeds each are enough)")
+    x = np.asarray(a + b, float)
+    if np.all(x == x[0]):
+        p = 1.0
+    elif math.comb(n1 + n2, n1) <= 200_000:
+        r = rankdata(x)
+        e = n1 * (n1 + n2 + 1) / 2.0
+        w = abs(r[:n1].sum() - e)
+        sums = np.array([r[list(c)].sum() for c in combinations(range(n1 + n2), n1)])
+        p = float(np.mean(np.abs(sums - e) >= w - 1e-9))
+    else:
+        finite = np.where(np.isinf(x), np.sign(x) * 1e300, x)
+        p = float(mannwhitneyu(finite[:n1], finite[n1:], alternative="two-sided").pvalue)
+    if p < SIGNIFICANCE:
+        return f"p = {p:.2g}", (f"top two ({what}): the difference is larger than the "
+                                f"seed-to-seed spread (rank-sum test over {n1} and {n2} seeds, "
+                                f"p = {p:.2g})")
+    return f"p = {p:.2g}, within spread", (
+        f"top two ({what}): the difference is within the seed-to-seed spread (rank-sum test over "
+        f"{n1} and {n2} seeds, p = {p:.2g}): their order is not settled")
+
+
+def ranking_table(results: Results, target: str, diagnostics: bool = True,
+                  rank_by: str | None = None) -> Table:
+    """The ranking of every configuration group on ``target`` (see the module docstring);
+    ``rank_by``: the first key (a key of :data:`COLUMNS`), else the default order."""
     groups = results.groups(target)
-    values = {g.key: group_values(g) for g in groups}
-    present = [c for c in COLUMNS
-               if any(not math.isnan(x) for g in groups for x in values[g.key][c[0]])]
-    lower = {key: low for key, _, low in COLUMNS}
-    keyed = [key for key in PRIMARY if any(c[0] == key for c in present)]
-
-    def finite_somewhere(key):
-        return any(math.isfinite(quantiles(values[g.key][key])[0]) for g in groups)
-
-    primary = next((key for key in keyed if finite_somewhere(key)), keyed[0] if keyed else None)
-    passed_over = keyed[:keyed.index(primary)] if primary in keyed else []
+    order = Order(groups, rank_by, diagnostics)
+    values, present, checks = order.values, order.present, order.checks
+    primary, passed_over = order.primary, order.passed_over
     gradient_free = {g.key for g in groups if all(_gradient_free(run.trace) for run in g.runs)}
-
-    order_keys = [primary] + [k for k in TIE_KEYS if k != primary
-                              and any(c[0] == k for c in present)] if primary else []
-    checks = {g.key: report_flags(g) if diagnostics else {} for g in groups}
-
-    def rank_key(group):
-        meds = [quantiles(values[group.key][key])[0] for key in order_keys]
-        return (bool(group.flagged or checks[group.key]),
-                *((math.isnan(m), 0.0 if math.isnan(m) else (m if lower[k] else -m))
-                  for k, m in zip(order_keys, meds)))
-
-    ordered, ranks = rank_order(groups, rank_key, name=lambda g: g.label)
+    verdict, top_note = order.top_two()
     rows, keys = [], []
-    for rank, group in zip(ranks, ordered):
+    for i, (rank, group) in enumerate(zip(order.ranks, order.ordered)):
         row = [str(rank), " ".join(filter(None, (group.label, MARK if group.non_diminishing else "",
                                                  group.flag_text(), report_flag_text(group, checks)))),
                str(len(group.runs))]
@@ -224,7 +398,8 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
                 row.append(NOT_APPLICABLE)  # a gradient-free sampler: no gradient cost at all
                 key_row.append(None)
                 continue
-            text, sort = cell(values[group.key][key])
+            censored = values[group.key]["censored"] if key in COST_KEYS else None
+            text, sort = cell(values[group.key][key], censored)
             row.append(text)
             key_row.append(sort)
         if diagnostics:
@@ -235,19 +410,39 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True) -> Ta
                 row.append(_text(diag[name]) if name == "mcse" or math.isnan(diag[name])
                            else f"{diag[name]:.3f}")
                 key_row.append(None if math.isnan(diag[name]) else diag[name])
+        decided = order.decided[i]
+        if i == 0 and verdict:
+            decided = f"{decided} ({verdict})" if decided != "tied" else decided
+        row.append(decided)
+        key_row.append(None)
         rows.append(row)
         keys.append(key_row)
     header = ["rank", "sampler", "seeds", *(h for k, h, _ in present)]
     if diagnostics:
         header += ["R-hat", "MCSE"]
+    header.append("decided by")
     notes = table_notes(results, target)
     if primary:
-        better = "lower" if lower[primary] else "higher"
-        name = next(h for k, h, _ in COLUMNS if k == primary)
-        notes = [f"ranked on {name} ({better} is better; median over seeds)"] + notes
+        better = "lower" if LOWER[primary] else "higher"
+        how = "chosen with rank_by" if rank_by == primary else "the default first key"
+        ties = ", ".join(HEADERS[k] for k in order.order_keys[1:])
+        notes = [f"ranked on {HEADERS[primary]} ({better} is better; median over seeds; "
+                 f"{how}); ties go to {ties or 'no other key'}; equal on every key: a shared "
+                 "rank; 'decided by': the key on which a row differs from the row above (the "
+                 "first row: from the second)"] + order.notes + notes
         for key in passed_over:
-            skipped = next(h for k, h, _ in COLUMNS if k == key)
-            notes.insert(1, f"not ranked on {skipped}: every configuration is ∞ or N/A there")
+            notes.insert(1, f"not ranked on {HEADERS[key]}: every configuration is ∞ or N/A there")
+    if any(any(values[g.key]["censored"]) for g in groups) and any(c[0] in COST_KEYS for c in present):
+        notes.append(f"'{CENSORED} v': b² was below {THRESHOLD} already at the run's first "
+                     "checkpoint (checkpoint.first), so its cost to accuracy is only known to "
+                     f"be at most v (censored): censored costs tie with each other (the ranking "
+                     "goes to the next key) and rank ahead of any cost measured after the first "
+                     "checkpoint")
+    if top_note:
+        notes.append(top_note)
+    if groups and all(len(g.runs) < 2 for g in groups):
+        notes.append("one seed per configuration: too few seeds to rank against the "
+                     "seed-to-seed spread at all; the order is that of single runs")
     if any(g.non_diminishing for g in groups):
         notes.append(NON_DIMINISHING_NOTE)
     discarded = discard_note(groups)
@@ -382,6 +577,10 @@ def discard_note(groups: list[Group]) -> str:
     return note
 
 
-def ranking_tables(results: Results) -> list[Table]:
-    """One ranking table per target."""
-    return [ranking_table(results, target) for target in results.targets]
+def ranking_tables(results: Results, settings=None) -> list[Table]:
+    """One ranking table per target (``settings.rank_by``: the first key)."""
+    rank_by = getattr(settings, "rank_by", None)
+    return [ranking_table(results, target, rank_by=rank_by) for target in results.targets]
+
+
+ranking_tables.wants_settings = True
