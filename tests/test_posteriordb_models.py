@@ -232,28 +232,6 @@ def test_suite_sweep_end_to_end(tmp_path):
     assert len(out) == len(SUITE) + 1 and all(len(t.rows) == 1 for t in out)
 
 
-def test_suite_ranks_failing_runs_below_passing_ones_and_marks_non_diminishing(monkeypatch):
-    """A configuration whose b² dipped below 0.01 early but that fails against the reference
-    ranks below every passing one; a non-diminishing (paper preset) one carries †."""
-    from types import SimpleNamespace
-
-    from ckam_bench.report import posteriordb_suite as suite
-
-    def group(name, evaluations, passes, non_diminishing=False):
-        run = SimpleNamespace(name=name, evaluations=evaluations, passes=passes)
-        return SimpleNamespace(label=name, sampler=name, runs=[run], non_diminishing=non_diminishing)
-
-    groups = [group("early_but_wrong", 1e3, False), group("slow", 1e5, True),
-              group("fast", 1e4, True), group("paper", 2e4, True, non_diminishing=True)]
-    monkeypatch.setattr(suite, "_posterior", lambda run: "eight_schools-eight_schools_noncentered")
-    monkeypatch.setattr(suite, "run_evaluations", lambda run: (run.evaluations, ""))
-    monkeypatch.setattr(suite, "run_passes", lambda run, name: run.passes)
-    per_posterior, overall = suite.tables(SimpleNamespace(groups=lambda: groups))
-    assert [row[1] for row in per_posterior.rows] == ["fast", "paper †", "slow", "early_but_wrong"]
-    assert per_posterior.rows[-1][3] == "fail (1/1 seeds)"
-    assert any("non-diminishing" in note for note in per_posterior.notes + overall.notes)
-
-
 def test_build_converts_posteriordb_files_atomically(tmp_path, monkeypatch):
     """The maintainer's rebuild (python -m ckam_bench.posteriordb.build PATH): data and draws
     converted losslessly (draws to float32), each file replaced by a rename."""

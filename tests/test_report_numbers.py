@@ -180,59 +180,87 @@ def test_an_integer_discard_is_a_count_in_the_suites_pass_fail(tmp_path, monkeyp
     assert suite.run_passes(short, "p") is False
 
 
-def _group(sampler, label, settings, evaluations, passes=True, flags=(), b2=0.001):
-    import pandas as pd
-    from types import SimpleNamespace
-
-    trace = pd.DataFrame({"bias2": [b2]})
-    run = SimpleNamespace(evaluations=evaluations, passes=passes, flags=dict.fromkeys(flags, "x"),
-                          trace=trace, posterior=settings.get("target.model"))
-    return SimpleNamespace(label=label, sampler=sampler, runs=[run], non_diminishing=False,
-                           settings=settings)
+AM = {"_target_": "x.AM", "step_size": 1.0, "rate": {"_target_": "x.Constant", "value": 0.1}}
+POSTERIOR = {"bimodal": "a", "gmm2d": "b", "banana": "c"}
 
 
-def _suite_tables(monkeypatch, groups):
-    from types import SimpleNamespace
-
+def _suite_tables(monkeypatch, root, passes=True):
     from ckam_bench.report import posteriordb_suite as suite
 
-    monkeypatch.setattr(suite, "_posterior", lambda run: run.posterior)
-    monkeypatch.setattr(suite, "run_evaluations", lambda run: (run.evaluations, ""))
-    monkeypatch.setattr(suite, "run_passes", lambda run, name: run.passes)
-    return {t.stem: t for t in suite.tables(SimpleNamespace(groups=lambda: groups))}
+    monkeypatch.setattr(suite, "_posterior", lambda run: POSTERIOR[run.target])
+    monkeypatch.setattr(suite, "run_passes", lambda run, name: passes)
+    results = agg.load_results(root)
+    return {t.stem: t for t in suite.tables(results)}, results
 
 
-def test_suite_rows_are_keyed_by_configuration(monkeypatch):
+def test_suite_rows_are_keyed_by_configuration(tmp_path, monkeypatch):
     """(am, ridge=0.001) on two posteriors is one suite row although its per-target labels
     differ; two configurations sharing the label "am" on different posteriors are two rows."""
-    def am(ridge, model):
-        return {"choice.sampler": "am", "sampler.ridge": ridge, "target.model": model,
-                "choice.target": "pymc", "loops": "python"}
+    from tests.test_report import make_run
 
-    groups = [_group("am", "am [ridge=0.001]", am(0.001, "a"), 10.0),
-              _group("am", "am [ridge=0.1]", am(0.1, "a"), 20.0),
-              _group("am", "am", am(0.001, "b"), 30.0),
-              _group("am", "am", am(0.01, "c"), 40.0)]
-    out = _suite_tables(monkeypatch, groups)
+    for target, ridge in (("bimodal", 0.001), ("bimodal", 0.1), ("gmm2d", 0.001), ("banana", 0.01)):
+        make_run(tmp_path, target, "am", sampler_node={**AM, "ridge": ridge}, tag=f"_{ridge}")
+    out, _ = _suite_tables(monkeypatch, tmp_path)
     suite = {row[1]: row for row in out["posteriordb_suite"].rows}
-    assert sorted(suite) == ["am [ridge=0.001]", "am [ridge=0.01]",
-                             "am [ridge=0.1]"]
+    assert sorted(suite) == ["am [ridge=0.001]", "am [ridge=0.01]", "am [ridge=0.1]"]
     assert suite["am [ridge=0.001]"][4] == "2"  # posteriors run
     assert [r[1] for r in out["posteriordb_b"].rows] == ["am [ridge=0.001]"]
 
 
-def test_suite_ties_share_a_rank_and_a_flagged_run_ranks_last(monkeypatch):
-    """rw stuck on kilpisjarvi (∞, flagged) never ranks above AM; ∞ ties go to the final b²;
-    equal values share a rank."""
-    def cfg(sampler, model):
-        return {"choice.sampler": sampler, "target.model": model}
+def test_suite_ties_share_a_rank_and_a_flagged_run_ranks_last(tmp_path, monkeypatch):
+    """rw stuck (∞, flagged by the runner) never ranks above a configuration that only fails
+    the reference; ∞ ties go to the final b²; equal values share a rank; the per-target
+    ranking names the same order (one rule)."""
+    from ckam_bench.report import ranking
+    from tests.test_report import make_run
 
-    groups = [_group("rw", "rw", cfg("rw", "k"), np.inf, passes=False, flags=["stuck"], b2=0.0),
-              _group("am", "am", cfg("am", "k"), np.inf, passes=False, b2=0.5),
-              _group("gam", "gam", cfg("gam", "k"), np.inf, passes=False, b2=0.2),
-              _group("nuts", "nuts", cfg("nuts", "k"), np.inf, passes=False, b2=0.2)]
-    out = _suite_tables(monkeypatch, groups)
-    rows = [(r[0], r[1]) for r in out["posteriordb_k"].rows]
-    assert rows == [("1", "gam"), ("1", "nuts"), ("3", "am"), ("4", "rw ⚠ stuck (1/1 seeds)")]
+    make_run(tmp_path, "bimodal", "rw", sampler_node=AM, columns={"bias2": np.zeros(10) + 1e-9},
+             status_extra={"flags": ["stuck"]})
+    make_run(tmp_path, "bimodal", "am", sampler_node=AM, columns={"bias2": np.full(10, 0.5)})
+    for sampler in ("gam", "nuts"):
+        make_run(tmp_path, "bimodal", sampler, sampler_node=AM, columns={"bias2": np.full(10, 0.2)})
+    out, results = _suite_tables(monkeypatch, tmp_path, passes=False)
+    rows = [(r[0], r[1].split(" ")[0]) for r in out["posteriordb_a"].rows]
+    assert rows == [("1", "gam"), ("1", "nuts"), ("3", "am"), ("4", "rw")]
+    assert out["posteriordb_a"].rows[3][1].startswith("rw ⚠ stuck (1/1 seeds)")
+    assert "fails the reference" in out["posteriordb_a"].rows[0][1]
     suite = [(r[0], r[1]) for r in out["posteriordb_suite"].rows]
     assert suite == [("1", "gam"), ("1", "nuts"), ("3", "am"), ("4", "rw")]
+    per_target = ranking.ranking_table(results, "bimodal")
+    assert [(r[0], r[1].split(" ")[0]) for r in per_target.rows] == rows
+
+
+def test_suite_counts_gradient_and_density_evaluations_apart(tmp_path, monkeypatch):
+    from tests.test_report import make_run
+
+    later = np.r_[np.full(5, 0.5), np.full(5, 0.001)]
+    make_run(tmp_path, "bimodal", "rw", sampler_node=AM, columns={"bias2": later})
+    make_run(tmp_path, "bimodal", "nuts", sampler_node=AM,
+             columns={"bias2": later, "n_grad": np.arange(10) * 7 + 7})
+    out, _ = _suite_tables(monkeypatch, tmp_path)
+    table = out["posteriordb_a"]
+    rows = {r[1]: dict(zip(table.header, r)) for r in table.rows}
+    assert rows["rw"]["grad evals to b²<0.01"] == "–"
+    assert rows["nuts"]["grad evals to b²<0.01"] == "42"
+    assert rows["rw"]["density evals to b²<0.01"] == rows["nuts"]["density evals to b²<0.01"]
+    assert "per-target ranking's rule" in table.notes[0]
+
+
+def test_suite_ranks_failing_runs_below_passing_ones_and_marks_non_diminishing(tmp_path,
+                                                                             monkeypatch):
+    """A configuration whose b² dipped below 0.01 early but that fails against the reference
+    ranks below every passing one; a non-diminishing (paper preset) one carries †."""
+    from ckam_bench.report import posteriordb_suite as suite
+    from tests.test_report import make_run
+
+    for sampler, k in (("early_but_wrong", 1), ("slow", 6), ("fast", 3), ("paper", 4)):
+        extra = {"sampler_info": {"adaptation": "non-diminishing"}} if sampler == "paper" else {}
+        make_run(tmp_path, "bimodal", sampler, sampler_node=AM, status_extra=extra,
+                 columns={"bias2": np.r_[np.full(k, 0.5), np.full(10 - k, 0.001)]})
+    monkeypatch.setattr(suite, "_posterior", lambda run: "a")
+    monkeypatch.setattr(suite, "run_passes", lambda run, name: run.sampler != "early_but_wrong")
+    per_posterior, overall = suite.tables(agg.load_results(tmp_path))
+    assert [row[1].split(" ⚠")[0] for row in per_posterior.rows] == [
+        "fast", "paper †", "slow", "early_but_wrong"]
+    assert per_posterior.rows[-1][7] == "fail (1/1 seeds)"
+    assert any("non-diminishing" in note for note in per_posterior.notes + overall.notes)

@@ -41,6 +41,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ckam_bench.report.aggregate import FLAG_MARK, Results, StoredRun, _tag, differing_keys
+from ckam_bench.report import ranking
 from ckam_bench.report.ranking import MARK, NON_DIMINISHING_NOTE, cost_to_accuracy, rank_order
 from ckam_bench.report.tables import Table
 
@@ -177,62 +178,105 @@ def suite_labels(configs: dict) -> dict[str, str]:
     return labels
 
 
-def tables(results: Results) -> list[Table]:
+def reference_check(group) -> str | None:
+    """The report flag of a suite group that fails posteriordb's reference (a sentence), else
+    None (registered in :data:`ckam_bench.report.ranking.GROUP_CHECKS`, so the per-target
+    ranking and the suite's tables rank it alike)."""
+    names = {_posterior(r) for r in group.runs}
+    if len(names) != 1 or None in names:
+        return None
+    name = names.pop()
+    passes = [run_passes(r, name) for r in group.runs]
+    failed = passes.count(False)
+    if not failed:
+        return None
+    return (f"fails posteriordb's reference on {failed}/{len(passes)} seeds (a mean more than "
+            f"{MEAN_TOL:g} reference sd off or an sd more than {SD_TOL:.0%} off)")
+
+
+ranking.GROUP_CHECKS["fails the reference"] = reference_check
+
+
+def _verdict(passes) -> str:
+    if any(p is None for p in passes):
+        return "n/a"
+    return "pass" if all(passes) else f"fail ({passes.count(False)}/{len(passes)} seeds)"
+
+
+def _cost_cell(values, censored, reasons):
+    text, sort = ranking.cell(values, censored)
+    if sort is not None and math.isinf(sort) and reasons:
+        text += f" ({', '.join(reasons)})"
+    return text, sort
+
+
+def tables(results: Results, settings=None) -> list[Table]:
     """One ranking table per suite posterior and one over the suite (none without suite runs)."""
-    per_posterior: dict[str, list[dict]] = {}
+    per_posterior: dict[str, list] = {}
     configs: dict[str, object] = {}
-    marked = False
     for group in results.groups():
         names = {_posterior(r) for r in group.runs}
         if len(names) != 1 or None in names:
             continue
-        name = names.pop()
-        evaluations = [run_evaluations(r) for r in group.runs]
-        values = [v for v, _ in evaluations]
-        reasons = sorted({why for _, why in evaluations if why})
-        passes = [run_passes(r, name) for r in group.runs]
-        flagged = [r for r in group.runs if getattr(r, "flags", None)]
-        key = config_key(group)
-        configs.setdefault(key, group)
-        marked = marked or bool(group.non_diminishing)
-        per_posterior.setdefault(name, []).append({
-            "key": key, "median": float(np.median(values)) if values else math.nan,
-            "bias2": float(np.nanmedian(b2)) if np.isfinite(b2 := [_final_bias2(r) for r in
-                                                                   group.runs]).any() else math.nan,
-            "reasons": reasons, "passes": passes, "non_diminishing": bool(group.non_diminishing),
-            "flag": (f"{FLAG_MARK} " + ", ".join(dict.fromkeys(n for r in flagged for n in r.flags))
-                     + f" ({len(flagged)}/{len(group.runs)} seeds)") if flagged else ""})
+        per_posterior.setdefault(names.pop(), []).append(group)
+        configs.setdefault(config_key(group), group)
     labels = suite_labels(configs)
-    out, ranks, passed = [], {}, {}
+    marked = any(g.non_diminishing for g in configs.values())
+    out, ranks, passed, wins = [], {}, {}, {}
     for name in sorted(per_posterior):
-        def rank_key(row):
-            return (bool(row["flag"]), not all(p is True for p in row["passes"]),
-                    math.isnan(row["median"]), 0.0 if math.isnan(row["median"]) else row["median"],
-                    math.isnan(row["bias2"]), 0.0 if math.isnan(row["bias2"]) else row["bias2"])
-
-        rows, row_ranks = rank_order(per_posterior[name], rank_key, name=lambda r: labels[r["key"]])
+        groups = per_posterior[name]
+        order = ranking.Order(groups, getattr(settings, "rank_by", None))
+        verdict, top_note = order.top_two(label=lambda g: labels[config_key(g)])
         body, keys = [], []
-        for rank, row in zip(row_ranks, rows):
-            passes, median = row["passes"], row["median"]
-            verdict = ("n/a" if any(p is None for p in passes)
-                       else "pass" if all(passes) else f"fail ({passes.count(False)}/{len(passes)} seeds)")
-            why = f" ({', '.join(row['reasons'])})" if math.isinf(median) and row["reasons"] else ""
-            label = " ".join(filter(None, (labels[row["key"]], MARK if row["non_diminishing"] else "",
-                                           row["flag"])))
-            body.append([str(rank), label, _text(median) + why, verdict])
-            keys.append([rank, None, median if math.isfinite(median) else None, None])
-            ranks.setdefault(row["key"], []).append(rank)
-            passed[row["key"]] = passed.get(row["key"], 0) + (verdict == "pass")
+        for i, (rank, group) in enumerate(zip(order.ranks, order.ordered)):
+            key = config_key(group)
+            values = order.values[group.key]
+            evaluations = [run_evaluations(r) for r in group.runs]
+            reasons = sorted({why for _, why in evaluations if why})
+            passes = [run_passes(r, name) for r in group.runs]
+            label = " ".join(filter(None, (labels[key], MARK if group.non_diminishing else "",
+                                           group.flag_text(),
+                                           ranking.report_flag_text(group, order.checks))))
+            grads = _cost_cell(values["to_acc_n_grad"], values["censored"], reasons)
+            if all(ranking._gradient_free(r.trace) for r in group.runs):
+                grads = (ranking.NOT_APPLICABLE, None)
+            dens = _cost_cell(values["to_acc_n_density"], values["censored"], reasons)
+            secs = _cost_cell(values["to_acc_sampler_seconds"], values["censored"], reasons)
+            b2 = ranking.cell(values["bias2"])
+            decided = order.decided[i]
+            if i == 0 and verdict and decided != "tie":
+                decided = f"{decided} ({verdict})"
+            body.append([str(rank), label, str(len(group.runs)), grads[0], dens[0], secs[0], b2[0],
+                         _verdict(passes), decided])
+            keys.append([rank, None, len(group.runs), grads[1], dens[1], secs[1], b2[1], None, None])
+            ranks.setdefault(key, []).append(rank)
+            passed[key] = passed.get(key, 0) + (_verdict(passes) == "pass")
+            wins[key] = wins.get(key, 0) + (rank == 1)
+        primary = ranking.HEADERS.get(order.primary, "n/a")
+        notes = [f"ranked by the per-target ranking's rule (ranking_<target>): a configuration "
+                 f"flagged by the runner or by the report's checks (failing posteriordb's "
+                 f"reference is one: {MEAN_TOL:g} reference sd on a mean, {SD_TOL:.0%} on an sd, "
+                 f"after the warm-up b² leaves out, on every unconstrained coordinate) ranks "
+                 f"last, then {primary}, ties to "
+                 + ", ".join(ranking.HEADERS[k] for k in order.order_keys[1:])
+                 + "; equal values share a rank",
+                 "gradient and density evaluations until b² < 0.01 are counted apart (a "
+                 "gradient-free sampler's gradient column is '–'); '≤ v': already below at the "
+                 "first checkpoint (censored)"]
+        notes += [top_note] if top_note else []
+        checked = [(g, order.checks[g.key]) for g in groups if order.checks[g.key]]
+        if checked:
+            notes.append(f"{FLAG_MARK} " + "; ".join(
+                f"{labels[config_key(g)]}: " + "; ".join(found.values()) for g, found in checked))
         out.append(Table(
-            title=f"posteriordb {name}: evaluations until b² < 0.01 (median over seeds)",
-            stem=f"posteriordb_{name}", header=["rank", "sampler", "evaluations to b²<0.01", "vs reference"],
-            latex_header=["rank", "sampler", "evaluations", "vs reference"], rows=body, sort_keys=keys,
-            notes=["evaluations are gradient evaluations for samplers that use gradients, density "
-                   "evaluations otherwise; pass: every seed's means within 0.1 reference sd and sds "
-                   "within 10 % of posteriordb's reference on every unconstrained coordinate, after "
-                   "the warm-up b² leaves out; ranked: runner-flagged (⚠) last, then passing first, "
-                   "then by evaluations, then by final b²; equal values share a rank"]
-            + marked_note(marked)))
+            title=f"posteriordb {name}: ranking (last checkpoint; median [10 %, 90 %] over seeds)",
+            stem=f"posteriordb_{name}",
+            header=["rank", "sampler", "seeds", "grad evals to b²<0.01",
+                    "density evals to b²<0.01", "s to b²<0.01", "final b²", "vs reference",
+                    "decided by"],
+            latex_header=["rank", "sampler", "seeds", "grad evals", "density evals", "seconds",
+                          "b²", "vs reference", "decided by"],
+            rows=body, sort_keys=keys, notes=notes + marked_note(marked)))
     if ranks:
         order, suite_ranks = rank_order(list(ranks), lambda k: (-passed[k], float(np.mean(ranks[k]))),
                                         name=lambda k: labels[k])
@@ -240,11 +284,18 @@ def tables(results: Results) -> list[Table]:
         out.append(Table(
             title="posteriordb suite: sampler configurations over all posteriors",
             stem="posteriordb_suite",
-            header=["rank", "sampler", "posteriors passed", "mean rank", "posteriors run"],
-            latex_header=["rank", "sampler", "passed", "mean rank", "run"],
+            header=["rank", "sampler", "posteriors passed", "mean rank", "posteriors run",
+                    "ranked first"],
+            latex_header=["rank", "sampler", "passed", "mean rank", "run", "first"],
             rows=[[str(r), f"{labels[k]} {marks[k]}".rstrip(), str(passed[k]),
-                   f"{np.mean(ranks[k]):.2f}", str(len(ranks[k]))] for r, k in zip(suite_ranks, order)],
+                   f"{np.mean(ranks[k]):.2f}", str(len(ranks[k])), str(wins[k])]
+                  for r, k in zip(suite_ranks, order)],
             notes=["one row per sampler configuration (its settings without the target's), "
-                   "whichever posteriors it ran on; ranked by posteriors passed, then by mean "
-                   "per-posterior rank; equal values share a rank"] + marked_note(marked)))
+                   "whichever posteriors it ran on; ranked by posteriors passed, then by the mean "
+                   "of its per-posterior ranks (each the per-target ranking's rank, so 'ranked "
+                   "first' counts the posteriors on which it is the per-target winner); equal "
+                   "values share a rank"] + marked_note(marked)))
     return out
+
+
+tables.wants_settings = True

@@ -90,6 +90,9 @@ COLUMNS = (
 PRIMARY = ("to_acc_sampler_seconds", "kl", "ess_per_second")
 TIE_KEYS = ("to_acc_sampler_seconds", "kl", "bias2", "ess_per_second")
 RHAT_LIMIT = 1.01
+GROUP_CHECKS: dict = {}
+"""More report flags: name -> f(group) -> a sentence when the group fails the check, else None
+(the posteriordb suite registers 'fails the reference'); a flagged group ranks last."""
 BIAS_SIGMAS = 10.0
 GRADIENT_COLUMNS = ("ess_per_grad", "to_acc_n_grad")
 NOT_APPLICABLE = "–"  # a gradient column of a sampler that evaluates no gradient
@@ -285,11 +288,12 @@ class Order:
             j = i - 1 if i > 0 else 1
             self.decided.append(self._difference(keys[i], keys[j]) if 0 <= j < len(keys) else "")
 
-    def flagged(self, group: Group) -> bool:
-        return bool(group.flagged or self.checks[group.key])
+    def flagged(self, group: Group) -> int:
+        """2: a run flagged by the runner; 1: flagged by the report's checks; 0: neither."""
+        return 2 if group.flagged else 1 if self.checks[group.key] else 0
 
     def rank_key(self, group: Group):
-        """(flagged, then per key: NaN last, censored costs tied ahead of any other value)."""
+        """(flag level, then per key: NaN last, censored costs tied ahead of any other value)."""
         parts = []
         for key in self.order_keys:
             med, censored = _key_median(self.values[group.key], key)
@@ -531,6 +535,14 @@ def report_flags(group: Group) -> dict[str, str]:
         out["seeds disagree"] = (f"seeds disagree: R-hat {rhat:.3f} > {RHAT_LIMIT} across "
                                  f"{len(group.runs)} seeds")
         short.append(f"seeds disagree (R-hat {rhat:.3f})")
+    for name, check in GROUP_CHECKS.items():
+        try:
+            found = check(group)
+        except Exception:  # a check that cannot run (no reference here) flags nothing
+            found = None
+        if found:
+            out[name] = found
+            short.append(name)
     off = [(run.seed, bias_sigmas(run.trace)) for run in group.runs]
     off = [(seed, z) for seed, z in off if z > BIAS_SIGMAS]
     if off:
