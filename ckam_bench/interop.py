@@ -13,9 +13,14 @@
 Groups:
 
 * ``posterior`` — variable ``x`` with dims ``(chain, draw, dim)``: each run's stored sample
-  (``samples.parquet``, the bounded evenly thinned record of the collected states). Chain c is
-  the c-th run in seed order; ``draw`` is the position in the stored sample, and the
-  coordinate ``index`` (chain, draw) the position of that state in the collected chain.
+  (``samples.parquet``, the bounded evenly thinned record of the collected states; for a
+  PyMC target the unconstrained coordinates). Chain c is the c-th run in seed order; ``draw``
+  is the position in the stored sample, and the coordinate ``index`` (chain, draw) the
+  position of that state in the collected chain. For a target whose samples also hold named
+  columns (a PyMC model's variables on the constrained scale: ``tau``, ``theta[3]``,
+  ``L[0,1]``; :func:`named_variables`), one variable per model variable with its own dims
+  ``(chain, draw, <name>_dim_0, …)`` (``attrs["model_variables"]`` lists them), so
+  ``azs.summary(dt, var_names=["mu", "tau"])`` works under the model's names.
 * ``sample_stats`` — from ``diagnostics.parquet``, per recorded iteration (all iterations of
   the head of the run, then thinned; uncollected phases such as cKAM's exploration included):
   ``acceptance_rate`` (the MH acceptance probability), ``accepted``, ``step_size``, ``noise``,
@@ -40,6 +45,7 @@ set of chains is always one configuration with several seeds.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +128,15 @@ def to_datatree(source, *, stats: bool = True):
                       for f, p in zip(samples, positions)])
     post_attrs["aligned_on"] = "collected index"
     post_attrs["common_range"] = [int(index[:, 0].max()), int(index[:, -1].min())] if n else []
-    posterior = dict_to_dataset({"x": x}, dims={"x": ["dim"]}, attrs=post_attrs)
+    data, dims = {"x": x}, {"x": ["dim"]}
+    for name, (shape, columns) in named_variables(samples[0]).items():
+        if name in data or not all(set(columns) <= set(f.columns) for f in samples):
+            continue  # a model variable called x, or one a seed did not store
+        data[name] = np.stack([f[columns].to_numpy(float)[p] for f, p in zip(samples, positions)]
+                              ).reshape(len(samples), n, *shape)
+        dims[name] = [f"{name}_dim_{k}" for k in range(len(shape))]
+    post_attrs["model_variables"] = [k for k in data if k != "x"]
+    posterior = dict_to_dataset(data, dims=dims, attrs=post_attrs)
     posterior = posterior.assign_coords(index=(("chain", "draw"), index))
     tree = {"posterior": posterior}
     if stats:
@@ -143,6 +157,34 @@ def to_datatree(source, *, stats: bool = True):
     dt = xr.DataTree.from_dict(tree)
     dt.attrs.update(attrs)
     return dt
+
+
+_NAMED = re.compile(r"^(?P<name>[^\[\]]+?)(?:\[(?P<index>\d+(?:,\s*\d+)*)\])?$")
+_UNCONSTRAINED = re.compile(r"^x\d+$")
+
+
+def named_variables(frame) -> dict[str, tuple[tuple[int, ...], list[str]]]:
+    """The model's variables among a ``samples.parquet`` frame's columns (every column but
+    ``index`` and the unconstrained ``x0 … x{d-1}``: ``tau``, ``theta[3]``, ``L[0,1]``), as
+    name -> (shape, its columns in C order). Empty for a target without named variables."""
+    found: dict[str, dict[tuple[int, ...], str]] = {}
+    for column in frame.columns:
+        match = _NAMED.match(str(column))
+        if column == "index" or _UNCONSTRAINED.match(str(column)) or match is None:
+            continue
+        index = tuple(int(i) for i in match["index"].split(",")) if match["index"] else ()
+        found.setdefault(match["name"], {})[index] = column
+    out = {}
+    for name, cells in found.items():
+        ranks = {len(i) for i in cells}
+        if len(ranks) != 1:
+            continue  # both "a" and "a[0]": not one array
+        shape = tuple(max(i[k] for i in cells) + 1 for k in range(ranks.pop()))
+        every = list(np.ndindex(*shape)) if shape else [()]
+        if len(every) != len(cells) or any(i not in cells for i in every):
+            continue
+        out[name] = (shape, [cells[i] for i in every])
+    return out
 
 
 def aligned_positions(indices) -> list[np.ndarray]:
@@ -177,7 +219,7 @@ def seed_diagnostics(runs) -> dict[str, float]:
     if len(runs) < 2:
         return {"rhat": float("nan"), "mcse": float("nan")}
     dt = to_datatree(list(runs), stats=False)
-    rhat = azs.rhat(dt)["x"].values
-    mcse = azs.mcse(dt, method="mean")["x"].values
+    rhat = azs.rhat(dt, var_names=["x"])["x"].values
+    mcse = azs.mcse(dt, var_names=["x"], method="mean")["x"].values
     return {"rhat": float(np.nanmax(rhat)), "mcse": float(np.nanmax(mcse))}
 

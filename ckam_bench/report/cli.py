@@ -48,7 +48,8 @@ from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
 from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
-                               paper_kamh, posteriordb_suite, ranking, tables, validity)
+                               paper_kamh, posterior, posteriordb_suite, ranking, tables,
+                               validity)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.rundir import FolderRefused
@@ -68,6 +69,7 @@ TABLE_SOURCES["divergence"] = paper_divergence.tables  # Dharamshi et al.: Table
 FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 2, 4, 5
 TABLE_SOURCES["kamh"] = paper_kamh.tables  # Sejdinovic et al.: Figure 5 numbers
 TABLE_SOURCES["posteriordb"] = posteriordb_suite.tables  # the posteriordb suite's ranking
+TABLE_SOURCES["posterior"] = posterior.tables  # per variable, under the model's names
 
 
 def _int_list(text: str) -> list[int]:

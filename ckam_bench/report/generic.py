@@ -180,14 +180,49 @@ def truth(tgt) -> tuple[str, np.ndarray | None]:
     return ("reference sample", ref) if ref is not None else ("none", None)
 
 
-def _group_samples(groups: list[Group]) -> dict[str, list[np.ndarray]]:
+def _group_samples(groups: list[Group], columns: list[str] | None = None
+                   ) -> dict[str, list[np.ndarray]]:
+    """Per group label, each seed's stored sample (n, d): the coordinates x0 … x{d-1}, or
+    ``columns`` (the model's named variables) when given."""
     out = {}
     for g in groups:
-        runs = [s for s in (r.sample_array() for r in g.runs if r.has_samples)
-                if s is not None and len(s)]
+        if columns:
+            frames = [r.samples() for r in g.runs if r.has_samples]
+            runs = [f[columns].to_numpy(float) for f in frames
+                    if f is not None and len(f) and set(columns) <= set(f.columns)]
+        else:
+            runs = [s for s in (r.sample_array() for r in g.runs if r.has_samples)
+                    if s is not None and len(s)]
         if runs:
             out[g.label] = runs
     return out
+
+
+def model_columns(groups: list[Group]) -> list[str]:
+    """The model's variables stored next to x0 … (a PyMC target: on the constrained scale,
+    under the model's names, :func:`ckam_bench.interop.named_variables`), in the stored order;
+    [] for a target without them."""
+    from ckam_bench.interop import named_variables
+
+    for g in groups:
+        for run in g.runs:
+            frame = run.samples() if run.has_samples else None
+            if frame is not None and len(frame.columns):
+                return [c for _, (_, cols) in named_variables(frame.head(1)).items() for c in cols]
+    return []
+
+
+def _named_truth(groups: list[Group], columns: list[str]) -> tuple[str, np.ndarray | None]:
+    """The reference draws of the model's named variables, a column of NaN for a variable
+    without one: ("reference sample", draws) or ("none", None)."""
+    from ckam_bench.report.posterior import reference_draws
+
+    draws = reference_draws(groups[0])
+    if not any(c in draws for c in columns):
+        return "none", None
+    n = min(len(v) for v in draws.values())
+    return "reference sample", np.column_stack([np.asarray(draws[c], float)[:n] if c in draws
+                                                else np.full(n, np.nan) for c in columns])
 
 
 def _range(tgt, j: int, arrays: list[np.ndarray]) -> tuple[float, float]:
@@ -203,12 +238,18 @@ def marginal_figures(results: Results, settings: Settings, target: str,
                      bins: int = 60) -> list[Drawn]:
     """Histogram of every coordinate per group against the target's truth."""
     groups = _groups(results, target)
-    samples = _group_samples(groups[:MAX_GROUPS])
+    columns = model_columns(groups[:MAX_GROUPS])
+    samples = _group_samples(groups[:MAX_GROUPS], columns)
     if not samples:
         raise NotSupported(f"no stored samples on {target}")
     dim = next(iter(samples.values()))[0].shape[1]
-    tgt = _target(groups)
-    kind, draws = truth(tgt)
+    names = columns or [f"x{j}" for j in range(dim)]
+    if columns:  # the model's variables: nothing to rebuild, the reference if there is one
+        tgt = None
+        kind, draws = _named_truth(groups, columns)
+    else:
+        tgt = _target(groups)
+        kind, draws = truth(tgt)
     shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
     palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in shown}
     q_lo, q_hi = settings.band
@@ -225,8 +266,9 @@ def marginal_figures(results: Results, settings: Settings, target: str,
                 xs = np.linspace(lo, hi, 400)
                 ax.plot(xs, np.exp(tgt.marginal_logpdf(j, xs)), color="black", lw=1.0,
                         label="exact")
-            elif draws is not None:
-                ref = np.histogram(draws[:, j], edges)[0] / (len(draws) * width)
+            elif draws is not None and np.isfinite(draws[:, j]).any():
+                column = draws[np.isfinite(draws[:, j]), j]
+                ref = np.histogram(column, edges)[0] / (len(column) * width)
                 ax.stairs(ref, edges, color="0.6", fill=True, alpha=0.5, label=kind)
             for label, runs in samples.items():
                 dens = np.array([np.histogram(s[:, j], edges)[0] / (len(s) * width)
@@ -237,7 +279,7 @@ def marginal_figures(results: Results, settings: Settings, target: str,
                     ax.fill_between(edges, np.append(b_lo, b_lo[-1]), np.append(b_hi, b_hi[-1]),
                                     step="post", color=c, alpha=0.15, lw=0)
                 ax.stairs(med, edges, color=c, lw=1.1, label=f"{label} (n={len(runs)})")
-            ax.set_xlabel(f"x{j}")
+            ax.set_xlabel(names[j])
         axes[0].set_ylabel("density")
         axes[0].legend(fontsize="x-small", frameon=False)
         truth_text = {"marginal": "the exact marginal density (black)",
@@ -245,14 +287,19 @@ def marginal_figures(results: Results, settings: Settings, target: str,
                       "reference sample": "a histogram of the reference sample (grey)",
                       "none": "no truth (the target has no exact marginals, exact draws or "
                               "reference sample)"}[kind]
-        caption = (f"Marginals of coordinates x{coords[0]}–x{coords[-1]} of the {dim}-D {target} "
+        what = (f"the model's variables {names[coords[0]]}–{names[coords[-1]]} (constrained "
+                "scale, the model's names) on" if columns else
+                f"coordinates x{coords[0]}–x{coords[-1]} of the {dim}-D")
+        if columns and kind == "reference sample":
+            truth_text = "a histogram of posteriordb's reference draws (grey; none for a deterministic)"
+        caption = (f"Marginals of {what} {target} "
                    f"target: each group's sample histogram ({bins} bins; median over seeds of "
                    f"each seed's normalised histogram, {settings.band_text} band) against "
                    f"{truth_text}. Groups: {_group_text(shown)}."
                    + _notes(results, target, groups, shown))
         part = f"_{start // PER_FIGURE + 1}" if dim > PER_FIGURE else ""
         drawn.append(Drawn(_stem(target, f"marginals{part}"), fig, caption, SECTION,
-                           f"{target}: marginals x{coords[0]}–x{coords[-1]}"))
+                           f"{target}: marginals {names[coords[0]]}–{names[coords[-1]]}"))
     return drawn
 
 
@@ -267,16 +314,26 @@ def pair_figures(results: Results, settings: Settings, target: str,
                  points: int = 3000, resolution: int = 120) -> list[Drawn]:
     """2-D projections of the samples per group over the target's density or its draws."""
     groups = _groups(results, target)
-    samples = _group_samples(groups[:MAX_GROUPS])
+    columns = model_columns(groups[:MAX_GROUPS])
+    samples = _group_samples(groups[:MAX_GROUPS], columns)
     if not samples:
         raise NotSupported(f"no stored samples on {target}")
     dim = next(iter(samples.values()))[0].shape[1]
     if dim < 2:
         raise NotSupported(f"target {target} is 1-D: no pairs")
-    coords = chosen_coordinates(dim)
+    names = columns or [f"x{j}" for j in range(dim)]
+    if columns:  # the model's variables: its scalars first (mu, tau), then chosen elements
+        scalars = [j for j, c in enumerate(columns) if "[" not in c][:4]
+        rest = [j for j in range(dim) if j not in scalars]
+        extra = [rest[i] for i in chosen_coordinates(len(rest), 4 - len(scalars))] if rest and len(scalars) < 4 else []
+        coords = sorted(scalars + extra)
+        tgt = None
+        kind, draws = _named_truth(groups, columns)
+    else:
+        coords = chosen_coordinates(dim)
+        tgt = _target(groups)
+        kind, draws = truth(tgt)
     pairs = list(combinations(coords, 2))
-    tgt = _target(groups)
-    kind, draws = truth(tgt)
     shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
     if len(pairs) == 1:  # one pair (2-D): the groups side by side
         fig, axes = panels(len(shown), ncols=4, width=3.2, height=3.0, sharex=False)
@@ -297,8 +354,9 @@ def pair_figures(results: Results, settings: Settings, target: str,
             logp = tgt._log_density_batch(np.column_stack([ga.ravel(), gb.ravel()]))
             logp = np.where(np.isfinite(logp), logp, -np.inf)
             image = np.exp(logp - np.max(logp)).reshape(ga.shape)
-        elif draws is not None:
-            image = np.histogram2d(draws[:, k], draws[:, j], resolution,
+        elif draws is not None and np.isfinite(draws[:, [j, k]]).all(axis=1).any():
+            both = np.isfinite(draws[:, [j, k]]).all(axis=1)
+            image = np.histogram2d(draws[both, k], draws[both, j], resolution,
                                    [[b_lo, b_hi], [a_lo, a_hi]])[0]
         backgrounds.append(((a_lo, a_hi, b_lo, b_hi), image))
     rng = np.random.default_rng(0)
@@ -314,15 +372,17 @@ def pair_figures(results: Results, settings: Settings, target: str,
             ax.scatter(take[:, j], take[:, k], s=2, color=c, alpha=0.4, lw=0)
             ax.set_xlim(extent[0], extent[1])
             ax.set_ylim(extent[2], extent[3])
-            ax.set_xlabel(f"x{j}")
-            ax.set_ylabel(f"x{k}")
+            ax.set_xlabel(names[j])
+            ax.set_ylabel(names[k])
         row[0].set_title(f"{group.label} (n={len(runs)})", fontsize="small", loc="left")
     background = ("the target's density (grey)" if dim == 2 and tgt is not None else
                   f"a 2-D histogram of {kind} (grey)" if draws is not None else "no background "
                   "(the target offers no density plot, exact draws or reference sample)")
     which = ("" if dim <= 4 else
-             f" In {dim} dimensions only coordinates {', '.join(f'x{c}' for c in coords)} "
-             "are shown.")
+             f" Of {dim} {'variables' if columns else 'coordinates'} only "
+             f"{', '.join(names[c] for c in coords)} are shown.")
+    if columns:
+        which += " The model's variables on the constrained scale, under the model's names."
     caption = (f"Pairwise projections of the stored samples on {target} (up to {points:,} "
                f"points per group, pooled over seeds) over {background}.{which} Groups: "
                f"{_group_text(shown)}." + _notes(results, target, groups, shown))

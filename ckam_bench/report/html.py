@@ -5,6 +5,8 @@ embedded as a ``data:image/png;base64`` URI, the style sheet and the table-sorti
 inline (plain JavaScript, no library), nothing is fetched. Sections:
 
 * the ranking table of each target (:mod:`ckam_bench.report.ranking`);
+* the posterior per variable of each target, under the model's names, one block per sampler
+  (:mod:`ckam_bench.report.posterior`);
 * the figures, by section (the paper's figures, then the generic figures of each target),
   each with its caption;
 * the other tables (hyperparameters as run, results);
@@ -242,11 +244,17 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
              f"used. x-axis of the paper figures: {esc(settings.x_label)}; bands: "
              f"{esc(settings.band_text)} over seeds. Generated {now}.</p>"]
     sections = list(dict.fromkeys(f.section for f in rendered))
-    toc = ["Ranking", *sections, "Tables", "Validity", "Run inventory", "Not used"]
+    posterior = [t for t in tables if t.stem.startswith("posterior_")]
+    tables = [t for t in tables if not t.stem.startswith("posterior_")]
+    toc = ["Ranking", *(["Posterior"] if posterior else []), *sections, "Tables", "Validity",
+           "Run inventory", "Not used"]
     parts.append("<nav><ul>" + "".join(f'<li><a href="#{_anchor(t)}">{esc(t)}</a></li>'
                                        for t in toc) + "</ul></nav>")
     parts.append(f'<h2 id="{_anchor("Ranking")}">Ranking</h2>')
     parts += [table_html(t, t.stem) for t in rankings] or ["<p>No ranking.</p>"]
+    if posterior:  # per variable, under the model's names (ckam_bench.report.posterior)
+        parts.append(f'<h2 id="{_anchor("Posterior")}">Posterior</h2>')
+        parts += [table_html(t, t.stem) for t in posterior]
     for section in sections:
         parts.append(f'<h2 id="{_anchor(section)}">{esc(section)}</h2>')
         parts += [_figure_html(f) for f in rendered if f.section == section]

@@ -1,0 +1,174 @@
+"""The posterior under the model's names: one table per target, one block per sampler.
+
+For every configuration group of a target (:meth:`ckam_bench.report.aggregate.Results.groups`,
+the seeds as chains, aligned on collected iterations: :func:`ckam_bench.interop.to_datatree`)
+the table holds, per variable, arviz-stats' summary (:func:`arviz_stats.summary`): mean, sd,
+the 5 % and 95 % quantiles (equal-tailed 90 % interval), bulk and tail ESS and the
+rank-normalised split R-hat over the seeds (n/a with one seed). The variables are the model's
+own (a PyMC target stores them on the constrained scale in ``samples.parquet``: ``mu``,
+``tau``, ``theta[3]``), else the target's coordinates ``x[0] … x[d-1]``.
+
+**Reference and z.** Where a reference of the model's variables exists — posteriordb's
+reference draws of a suite model on its shipped data
+(:func:`ckam_bench.posteriordb.models.reference_values`, the free variables on the constrained
+scale) — the table adds the reference mean and sd and z = (mean − reference mean) / √(MCSE² + SE²), the MCSE of the
+mean (arviz-stats, over the seeds) combined with the reference mean's standard error
+(reference sd / √(reference draws)): |z| much above 3 says the sampler's mean is off by more
+than both Monte Carlo errors. Deterministics have no reference (blank).
+
+At most :data:`MAX_ROWS` variables per block (the first ones; a note says how many were left
+out).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from ckam_bench.report.aggregate import Group, Results
+from ckam_bench.report.tables import NA, Table, statistic
+
+MAX_ROWS = 40
+HEADER = ["sampler", "variable", "mean", "sd", "5 %", "95 %", "ESS bulk", "ESS tail", "R-hat",
+          "reference mean", "reference sd", "z"]
+
+
+def _number(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return "∞" if math.isinf(value) else statistic(float(value))
+
+
+@lru_cache(maxsize=None)
+def _suite_draws(name: str) -> dict[str, np.ndarray]:
+    from ckam_bench.posteriordb.models import reference_values
+
+    out = {}
+    for var, draws in reference_values(name).items():
+        draws = np.asarray(draws, float)
+        if draws.ndim == 1:
+            out[var] = draws
+            continue
+        for index in np.ndindex(*draws.shape[1:]):
+            out[f"{var}[{','.join(map(str, index))}]"] = draws[(slice(None), *index)]
+    return out
+
+
+def _suite(group: Group) -> str | None:
+    target = ((group.runs[0].config or {}).get("target") or {})
+    if target.get("data") is not None:
+        return None
+    try:
+        from ckam_bench.posteriordb import suite_name
+
+        return suite_name(target.get("model"))
+    except Exception:
+        return None
+
+
+def reference_draws(group: Group) -> dict[str, np.ndarray]:
+    """The reference draws of the group's model variables (column name -> 1-D draws), {} when
+    there is none (module docstring)."""
+    name = _suite(group)
+    if name is None:
+        return {}
+    try:
+        return _suite_draws(name)
+    except Exception:  # no PyMC here, a damaged reference: no reference
+        return {}
+
+
+def reference_of(group: Group) -> tuple[dict[str, tuple[float, float]], str]:
+    """(variable -> (reference mean, sd), where it comes from) for a group, ({}, "") when none."""
+    draws = reference_draws(group)
+    if not draws:
+        return {}, ""
+    return ({k: (float(v.mean()), float(v.std()), len(v)) for k, v in draws.items()},
+            f"posteriordb's reference draws of {_suite(group)}")
+
+
+def group_summary(group: Group):
+    """arviz-stats' summary of the group's model variables (or x), the seeds as chains; None
+    without stored samples."""
+    import arviz_stats as azs
+
+    from ckam_bench.interop import named_variables, to_datatree
+
+    runs = [r for r in group.runs if r.has_samples]
+    if not runs:
+        return None
+    dt = to_datatree(runs, stats=False)
+    names = list(dt.posterior.attrs.get("model_variables") or []) or ["x"]
+    summary = azs.summary(dt, var_names=names, ci_prob=0.9, ci_kind="eti", round_to="none")
+    if names != ["x"]:  # the stored names ("L[0,1]"), in arviz's order (variables, C order)
+        stored = named_variables(runs[0].samples().head(1))
+        labels = [c for name in names for c in stored[name][1]]
+        if len(labels) == len(summary):
+            summary.index = labels
+    return summary
+
+
+def posterior_table(results: Results, target: str) -> Table | None:
+    """The per-variable table of ``target`` (module docstring); None without stored samples."""
+    rows, keys, notes, sources = [], [], [], set()
+    named = False
+    for group in results.groups(target):
+        try:
+            summary = group_summary(group)
+        except Exception as exc:  # seeds whose stored samples do not line up
+            notes.append(f"{group.label}: no summary ({type(exc).__name__}: {exc})")
+            continue
+        if summary is None:
+            continue
+        reference, source = reference_of(group)
+        if source:
+            sources.add(source)
+        one_seed = len(group.runs) < 2
+        names = list(summary.index)
+        named = named or not all(n.startswith("x[") for n in names)
+        if len(names) > MAX_ROWS:
+            notes.append(f"{group.label}: the first {MAX_ROWS} of {len(names)} variables shown")
+            names = names[:MAX_ROWS]
+        for var in names:
+            s = summary.loc[var]
+            ref = reference.get(var)
+            se = math.hypot(s["mcse_mean"], ref[1] / math.sqrt(ref[2])) if ref else 0.0
+            z = (s["mean"] - ref[0]) / se if ref is not None and se > 0 else math.nan
+            rhat = "n/a (one seed)" if one_seed else f"{s['r_hat']:.3f}"
+            rows.append([group.label, var, _number(s["mean"]), _number(s["sd"]),
+                         _number(s["eti90_lb"]), _number(s["eti90_ub"]),
+                         _number(round(s["ess_bulk"])), _number(round(s["ess_tail"])), rhat,
+                         _number(ref[0]) if ref else "", _number(ref[1]) if ref else "",
+                         f"{z:+.2f}" if math.isfinite(z) else ""])
+            keys.append([None, None, s["mean"], s["sd"], s["eti90_lb"], s["eti90_ub"],
+                         s["ess_bulk"], s["ess_tail"], None if one_seed else s["r_hat"],
+                         ref[0] if ref else None, ref[1] if ref else None,
+                         abs(z) if math.isfinite(z) else None])
+    if not rows:
+        return None
+    scale = ("the model's variables on the constrained scale, under the model's names"
+             if named else "the target's coordinates")
+    notes = [f"{scale}; per configuration (one block per sampler), the seeds as chains aligned "
+             "on collected iterations: mean, sd, 5 % and 95 % quantiles, bulk and tail ESS and "
+             "rank-normalised split R-hat from arviz-stats (arviz's summary)"] + notes
+    if sources:
+        notes.append("reference: " + "; ".join(sorted(sources)) + "; z = (mean − reference "
+                     "mean) / √(MCSE² + reference sd² / reference draws), the sampler's MCSE of "
+                     "the mean over the seeds and the reference mean's standard error (|z| > 3: "
+                     "off by more than both Monte Carlo errors); deterministics have no "
+                     "reference")
+    return Table(title=f"Posterior on {target}, per variable (the seeds of a configuration as "
+                       "chains)", stem=f"posterior_{target}", header=HEADER,
+                 latex_header=HEADER, rows=rows, notes=notes, sort_keys=keys)
+
+
+def tables(results: Results) -> list[Table]:
+    """One posterior table per target with stored samples."""
+    out = []
+    for target in results.targets:
+        table = posterior_table(results, target)
+        if table is not None:
+            out.append(table)
+    return out
