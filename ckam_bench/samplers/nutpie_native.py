@@ -52,6 +52,9 @@ SCRATCH_BYTES = 1 << 24
 """At most this many bytes of evaluated points are kept per draw (2^max_depth + 64 points, fewer
 for a large dimension: a draw whose trajectory overflows it gets the log density NaN)."""
 
+BLOCK_BYTES = 1 << 25
+"""At most this many bytes of draws are handed over per chunk (4,096 draws, fewer above 1,024 dimensions)."""
+
 _CFUNCS: dict = {}
 """(kind, key) -> (density cfunc, expansion cfunc, inner object kept alive): compiled once."""
 
@@ -204,6 +207,7 @@ class Gate:
     def __init__(self, dim: int, start_logp: float, max_depth: int, capacity: int = 4096,
                  inner_user_data: int = 0):
         self.dim = dim
+        capacity = max(64, min(capacity, BLOCK_BYTES // (8 * dim)))
         self.capacity = capacity
         self.ctl = np.zeros(N_CTL, np.int64)
         self.fctl = np.array([start_logp, 0.0])

@@ -563,10 +563,16 @@ class Nutpie(Sampler):
             if _is_pymc(target):
                 compiled = _NUTPIE_MODELS.get(target.spec)
                 if compiled is None:
-                    compiled = _NUTPIE_MODELS[target.spec] = nutpie.compile_pymc_model(target.model, backend="numba")
-                note = _nutpie_logp_agrees(compiled, target) if compiled.n_dim == target.dim else \
-                    "nutpie's compiled model has another dimension"
-                if not note:
+                    try:
+                        compiled = nutpie.compile_pymc_model(target.model, backend="numba")
+                    except Exception as exc:  # noqa: BLE001 - the harness's own density still runs
+                        note = f"nutpie could not compile the model: {type(exc).__name__}: {exc}"
+                    else:
+                        _NUTPIE_MODELS[target.spec] = compiled
+                if compiled is not None:
+                    note = _nutpie_logp_agrees(compiled, target) if compiled.n_dim == target.dim else \
+                        "nutpie's compiled model has another dimension"
+                if compiled is not None and not note:
                     path = _DensityPath(weakref.ref(target), NUTPIE_NUMBA, nutpie_native.nutpie_pymc_cfuncs(compiled),
                                         int(compiled.user_data.ctypes.data), compiled)
             f = target.jit_log_density_and_grad() if path is None and hasattr(target, "jit_log_density_and_grad") else None
