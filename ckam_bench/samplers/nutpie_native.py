@@ -187,7 +187,11 @@ def harness_cfuncs(f):
         def call(dim, x_, grad_, logp_, inner_user_data):
             x = carray(x_, (dim,))
             grad = carray(grad_, (dim,))
-            value = f(x, grad)
+            try:
+                value = f(x, grad)
+            except Exception:  # noqa: BLE001 - nutpie's code for an error in the density
+                logp_[0] = -np.inf
+                return 1
             logp_[0] = value
             for i in range(dim):
                 if not math.isfinite(grad[i]):
