@@ -46,8 +46,9 @@ N_CTL = 10
 P_CTL, P_FCTL, P_DRAWS, P_LOGPS, P_PTS, P_VALS, P_CAP, P_PTS_CAP, P_INNER = range(9)
 N_PTR = 9
 CLOSED = 1
-"""The density's return code once the run is closed: an error nutpie does not recover from, so
-its chain stops."""
+"""The density's return code once the run is closed: an error nutpie treats as recoverable, so
+its chain keeps calling (each call returns at once) until the finalizer cancels the sampler,
+which joins nutpie's thread; only then are the pipes closed. (−1 would make nuts-rs panic.)"""
 SCRATCH_BYTES = 1 << 24
 """At most this many bytes of evaluated points are kept per draw (2^max_depth + 64 points, fewer
 for a large dimension: a draw whose trajectory overflows it gets the log density NaN)."""
