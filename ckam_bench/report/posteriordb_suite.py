@@ -4,7 +4,8 @@ Runs of ``experiment=posteriordb`` (a ``target=pymc`` target whose ``target.mode
 of :data:`ckam_bench.posteriordb.SUITE`) are grouped per posterior and sampler configuration
 (:meth:`ckam_bench.report.aggregate.Results.groups`). Per run:
 
-* **evaluations to accuracy**: the run's gradient evaluations (its density evaluations when it
+* **evaluations to accuracy** (:func:`run_evaluations`; the tables show gradient and density
+  evaluations apart): the run's gradient evaluations (its density evaluations when it
   evaluated no gradient) at the first checkpoint from which the standardised squared bias
   :math:`b^2` of E[x] and E[x²] against posteriordb's reference stays below 0.01
   (:func:`ckam_bench.report.ranking.cost_to_accuracy`); ∞ when the last checkpoint is not
@@ -23,12 +24,17 @@ settings (:attr:`ckam_bench.report.aggregate.StoredRun.settings`) without the ta
 of the suite table and two configurations are never merged; each is labelled by its sampler and
 the settings that tell it apart from the suite's other configurations of that sampler.
 
-Per posterior, the groups are ranked on, in order: flagged by the runner (a flagged run is never
-above an unflagged one), failing against the reference, the median over seeds of the
-evaluations to accuracy (∞ last), the median final b² (NaN last); groups equal on all of these
-share a rank (:func:`ckam_bench.report.ranking.rank_order`). A group passes when every seed
-passes. Over the suite, the configurations are ranked by the number of posteriors passed, then
-by the mean of their per-posterior ranks (equal: a shared rank).
+Per posterior, the groups are ranked by **the per-target ranking's rule**
+(:class:`ckam_bench.report.ranking.Order`: one rule, so this table and ``ranking_<target>``
+name the same winner): flagged by the runner last, then flagged by the report's checks —
+failing the reference is one (:func:`reference_check`, registered in
+:data:`ckam_bench.report.ranking.GROUP_CHECKS`) — then seconds to b² < 0.01 (censored at the
+first checkpoint: a tie), final KL, b², min ESS/s; equal values share a rank. The table shows
+gradient evaluations, density evaluations and seconds to b² < 0.01 in their own columns (a
+gradient-free sampler's gradient column is "–"), the final b², pass/fail and the deciding key.
+A group passes when every seed passes. Over the suite, the configurations are ranked by the
+number of posteriors passed, then by the mean of their per-posterior ranks (equal: a shared
+rank), with the number of posteriors on which each ranks first.
 """
 
 from __future__ import annotations

@@ -13,7 +13,11 @@ checkpoint k* from which b² stays below the threshold (0.01) up to the run's la
     k^* = \min\{k : b^2_{k'} < 0.01 \ \forall k' \ge k\}, \qquad \text{cost} = c_{k^*},
 
 and ∞ when the last checkpoint is not below it (a sampler stuck in one mode never gets
-there). A NaN b² counts as not below.
+there). A NaN b² counts as not below. When k* is the first checkpoint (b² below the threshold
+from ``checkpoint.first`` on) the cost is **censored**: only cost ≤ c_1 is known
+(:func:`censored_at_first`); the table shows "≤ c_1", and censored costs tie with each other
+(the next key decides) and rank ahead of any cost measured later. A group's median (and 10 % /
+90 % quantile) is censored when it falls on censored seeds (:func:`summary`).
 
 **Ranking** (:func:`ranking_table`): one row per configuration group on a target
 (:func:`ckam_bench.report.aggregate.group_runs`: every seed once), each cell the median and
@@ -26,9 +30,20 @@ b² < 0.01 (lower is better), final KL (lower), min ESS per second (higher) that
 have and that is finite for some group; **ties** go to the next key, in the order seconds to
 b² < 0.01, final KL, final b², min ESS/s (a group that never reaches b² < 0.01 is ∞ on the
 first and is then ordered by its KL, b² and ESS, never by its name); groups equal on every key
-share a rank (1, 2, 2, 4). A NaN key sorts after every value. **A flagged group ranks below
-every unflagged one**, whatever its values (:func:`rank_order`). A group whose sampler reports
-non-diminishing adaptation is marked "†".
+share a rank (1, 2, 2, 4). A NaN key sorts after every value. ``rank_by`` (``ckam-bench-figures --rank-by KEY``,
+``hydra.callbacks.sweep_report.rank_by``) puts one key of :data:`COLUMNS` first, the others
+follow in the order above. **A flagged group ranks below every unflagged one**, whatever its
+values, and a runner-flagged one below one with only report flags (:class:`Order`,
+:func:`rank_order`). A group whose sampler reports non-diminishing adaptation is marked "†".
+The column "decided by" names the key on which a row differs from the row above (the first row:
+from the second).
+
+**The top two against the seed spread** (:func:`seed_spread_test`): on the key that decided
+between the first two rows, a two-sided rank-sum test of their per-seed values (exact over all
+splits, midranks for ties, censored costs tied), p < :data:`SIGNIFICANCE` = 0.05. When the
+seed counts cannot reach p < 0.05 at all (3 and 3 seeds: smallest p = 2/20) the note says "too
+few seeds to rank them"; with one seed per configuration a note says the order is that of
+single runs.
 
 **Warm-up.** The moment columns use the collected samples after the warm-up the run's
 ``metrics.moments.discard`` left out (:mod:`ckam_bench.metrics.moments`); a note states the
@@ -54,7 +69,8 @@ note lists the runs and why.
   second moments too makes the rule lenient by the ratio of ESSs, and 10 MCSEs leaves room for
   an ESS overestimated several-fold.) Needs the trace columns ``bias2`` and ``ess_min``.
 
-A group with a report flag is marked like a runner-flagged one (⚠ and the flag in its label, a
+Other modules add checks to :data:`GROUP_CHECKS` (the posteriordb suite: "fails the
+reference"). A group with a report flag is marked like a runner-flagged one (⚠ and the flag in its label, a
 note with the values) and ranks below every unflagged group; its values are shown as measured.
 Percentiles interpolate linearly between order statistics; a range touching ∞ is ∞.
 """
