@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench.interop import seed_diagnostics, to_datatree
+from ckam_bench.interop import aligned_positions, seed_diagnostics, to_datatree
 from ckam_bench.metrics.ess import ess_per_dim
 from ckam_bench.report.aggregate import load_results
 from ckam_bench.store import load_run
@@ -79,11 +79,14 @@ def test_one_run_round_trips_samples_stats_and_ess(real_runs):
 def test_seeds_of_one_configuration_become_chains(real_runs):
     dt = to_datatree([real_runs / "am_s1", real_runs / "am_s0"])
     assert dt.attrs["ckam_seeds"] == [0, 1]
-    n = dt["posterior"].sizes["draw"]
-    for chain, seed in enumerate((0, 1)):
-        samples = load_run(real_runs / f"am_s{seed}").samples
+    frames = [load_run(real_runs / f"am_s{seed}").samples for seed in (0, 1)]
+    # the seeds aligned on collected iterations (aligned_positions), not cut to their first n
+    positions = aligned_positions([f["index"].to_numpy() for f in frames])
+    for chain, (frame, where) in enumerate(zip(frames, positions)):
         np.testing.assert_array_equal(dt["posterior"]["x"].values[chain],
-                                      samples[["x0", "x1"]].to_numpy()[:n])
+                                      frame[["x0", "x1"]].to_numpy()[where])
+        np.testing.assert_array_equal(dt["posterior"]["index"].values[chain],
+                                      frame["index"].to_numpy()[where])
     diag = seed_diagnostics(load_results(real_runs).runs)
     assert diag["rhat"] == pytest.approx(float(azs.rhat(dt)["x"].max()))
     assert diag["mcse"] == pytest.approx(float(azs.mcse(dt, method="mean")["x"].max()))
