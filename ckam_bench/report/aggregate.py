@@ -44,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench import store
+from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _stored_values  # noqa: F401
 
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
 IDENTITY_EXCLUDE = ("seed", "progress", "hydra")  # config keys that do not define a configuration
@@ -366,49 +366,10 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
     return run, notes
 
 
-STORED_RESOLVERS = {
-    # ${pymc_dim:MODEL} (conf/target/pymc.yaml) imports the model; the run recorded the number
-    "pymc_dim": lambda status: status.get("dim"),
-}
-"""Resolvers whose value a run folder records (resolver name -> value from ``status.json``):
-the snapshot is resolved with these values, never by importing or building anything."""
-
-
-class _Config(dict):
-    """A resolved config snapshot; ``unresolved``: dotted key -> (its text, why it failed)."""
-
-    unresolved: dict
-
-
-def _stored_values(cfg, status: dict) -> None:
-    """Replace, in place, every value of ``cfg`` that is exactly ``${R:...}`` for a resolver R
-    of :data:`STORED_RESOLVERS` by the value the run recorded (when it recorded one)."""
-    from omegaconf import DictConfig, ListConfig
-
-    def walk(node):
-        keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
-        for key in keys:
-            child = node._get_node(key)
-            if isinstance(child, (DictConfig, ListConfig)):
-                walk(child)
-                continue
-            raw = child._value() if child is not None else None
-            found = re.fullmatch(r"\$\{(\w+):.*\}", raw.strip()) if isinstance(raw, str) else None
-            if found and found.group(1) in STORED_RESOLVERS:
-                value = STORED_RESOLVERS[found.group(1)](status or {})
-                if value is not None:
-                    node[key] = value
-
-    walk(cfg)
-
-
 def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[dict | None, dict]:
-    """The resolved config and the group choices from ``.hydra/`` (None / {} when absent).
-
-    Resolved from the run folder alone: an interpolation of :data:`STORED_RESOLVERS` (e.g.
-    ``${pymc_dim:...}``, which would import the model) takes the value ``status.json``
-    recorded; interpolations that still fail stay as text and are listed in the result's
-    ``unresolved`` (key -> (text, why))."""
+    """The resolved config and the group choices from ``.hydra/`` (None / {} when absent),
+    from the run folder alone (:mod:`ckam_bench.report.snapshot`); interpolations that still
+    fail stay as text, listed in the result's ``unresolved`` (key -> (text, why))."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
