@@ -24,6 +24,7 @@ def ckam_bench(*args, cwd):
                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
+@pytest.mark.slow  # every sampler x target from the CLI (~60 s)
 def test_every_sampler_on_every_target(tmp_path):
     sweep = tmp_path / "sweep"
     proc = ckam_bench("-m", f"sampler={','.join(SAMPLERS)}", f"target={','.join(TARGETS)}",

@@ -345,6 +345,7 @@ def _kill_at_writes(tmp_path, writes):
         assert not list(run.glob(".*.tmp")) and not list(run.glob("*.damaged-*"))
 
 
+@pytest.mark.slow  # kills at checkpoint writes (~40 s)
 def test_kill_at_some_checkpoint_writes(tmp_path):
     _kill_at_writes(tmp_path, [1, 7, 23])  # every write: the slow test below
 

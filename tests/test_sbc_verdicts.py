@@ -71,6 +71,7 @@ def _ordered_posterior(data):
     return draw
 
 
+@pytest.mark.slow  # two SBCs of 200 simulations (~30 s)
 def test_ordered_prior_is_drawn_exactly_and_exact_draws_pass():
     """54 % of pymc.draw's pairs are not ordered (the issue); the simulated truths are all
     ordered, and a sampler that draws the posterior exactly passes (it failed with
