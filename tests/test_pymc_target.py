@@ -283,11 +283,13 @@ def test_python_loops_use_pytensors_c_backend(tmp_path):
 
 @pytest.mark.slow
 def test_reference_command_on_a_pymc_model(tmp_path):
+    # 4 x 20 000 NUTS draws of a 1-D model give a bulk and tail ESS near 14 000: certified under
+    # posteriordb's own thresholds (a looser ess_min would store a provisional file and exit 3)
     cache = tmp_path / "cache"
     proc = subprocess.run(
         [sys.executable, "-m", "ckam_bench.reference", "target=pymc",
          f"target.model={spec('halfnormal')}", "sampler=nuts", "chains=4", "burn_in=500",
-         "iterations=20000", "ess_min=1000", f"out={cache}"],
+         "iterations=20000", "ess_min=10000", f"out={cache}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]

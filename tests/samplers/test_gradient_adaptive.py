@@ -111,10 +111,13 @@ def test_invariance_from_exact_draws_paper_burn_in(sampler, target_name):
     """The other pairs with the paper's 20 000 burn-in iterations (L needs them in 51-100 D)."""
     target = TARGETS[target_name]()
     make = {"gadrwm": GadRWM, "gadmala_fast": GadMALAFast, "gadmala_exact": GadMALAExact}[sampler]
-    samples, _ = run_chains(lambda: make(burn_in=20000), target, 4, 40000, seed=8, block=10000)
     # gadRWM mixes slowly along gp51's/neal100's long directions (the paper's Table 1: min ESS 27
-    # of 20 000): wide but valid intervals
-    check_moments(samples, target.mean, target.variance, min_ess=4 if sampler == "gadrwm" else 20)
+    # of 20 000). Four such chains each hold a different part of π, and an ESS estimated from four
+    # chains is then too optimistic: gp51 at seed 8 gave variances 0.59-0.62 (truth 1.01) with a
+    # claimed ESS of 80, while 64 chains at seeds 1-3 give 0.91-1.03. So gadRWM gets 32 chains.
+    chains = 32 if sampler == "gadrwm" else 4
+    samples, _ = run_chains(lambda: make(burn_in=20000), target, chains, 40000, seed=8, block=10000)
+    check_moments(samples, target.mean, target.variance, min_ess=20)
 
 
 @pytest.mark.parametrize("make", [lambda: GadRWM(burn_in=80), lambda: GadMALAFast(burn_in=80),
