@@ -167,6 +167,9 @@ def test_integer_observations_and_pm_data(targets):
     (f"{MODELS}:absent", "names a function 'absent' that"),
     (f"{MODELS}:not_a_model", "model must return a pymc.Model: "),
     (f"{MODELS}:discrete", "model has discrete free variables (n)"),
+    (f"{MODELS}:halfnormol", f"did you mean '{MODELS}:halfnormal'?"),
+    ("ckam_bench.posteriordb.models:eight_school_noncentered",
+     "did you mean 'ckam_bench.posteriordb.models:eight_schools_noncentered'"),
 ])
 def test_bad_model_values(model, message):
     with pytest.raises(ModelError) as info:

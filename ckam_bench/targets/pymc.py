@@ -110,8 +110,22 @@ def load_function(spec: str):
             raise ModelError(f"model cannot import module {where!r}: {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
     if not callable(function):
-        raise ModelError(f"model names a function {name!r} that {where!r} does not define")
+        raise ModelError(f"model names a function {name!r} that {where!r} does not define"
+                         + _did_you_mean(name, module, where))
     return function
+
+
+def _did_you_mean(name: str, module, where: str) -> str:
+    """`` — did you mean 'where:close'?`` for the module's public functions nearest ``name``."""
+    import difflib
+    import inspect
+
+    names = getattr(module, "__all__", None) or [
+        n for n, v in vars(module).items() if not n.startswith("_") and inspect.isfunction(v)]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " — did you mean " + " or ".join(f"'{where}:{c}'" for c in close) + "?"
 
 
 _MODELS: dict = {}
