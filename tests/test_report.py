@@ -295,10 +295,13 @@ def test_iterations_axis_and_band_setting(results, tmp_path):
     assert "iterations" in rendered.caption and "25–75 %" in rendered.caption
 
 
-def test_fixed_colour_per_sampler():
-    assert drawing.colour("ckam") == drawing.SAMPLER_COLOURS["ckam"]
+def test_one_colour_per_configuration_label(results):
+    """The report's palette (tests/test_report_palette.py): every label of the fixture has its
+    own colour, in the report's order."""
+    colours = drawing.sampler_colours(results)
+    assert set(colours) == {g.label for g in results.groups()}
+    assert len(set(colours.values())) == len(colours) <= len(drawing.PALETTE)
     assert drawing.colour("newsampler") == drawing.colour("newsampler")
-    assert len({drawing.colour(s) for s in agg.SAMPLER_ORDER}) == len(agg.SAMPLER_ORDER)
 
 
 # ---------------------------------------------------------------------------- tables

@@ -1,7 +1,16 @@
 """What every figure module of the report shares (``paper_*``, :mod:`~ckam_bench.report.generic`,
-:mod:`~ckam_bench.report.cli`): the settings of a report, the fixed colours, a figure drawn
+:mod:`~ckam_bench.report.cli`): the settings of a report, the report's colours, a figure drawn
 (:class:`Drawn`) and saved (:class:`Rendered`), :class:`NotSupported`, and the drawing helpers
 (median-and-band curves over seeds, panel grids, the target rebuilt from a stored config).
+
+**Colours.** One palette, :data:`PALETTE`: twelve colours that differ from each other and
+from a white background (none lighter than a contrast of 2:1 against white, so no sampler is
+drawn in a near-invisible light grey). A report gives each configuration group *label*
+(``"am"``, ``"am [rate.value=0.01]"``, :attr:`ckam_bench.report.aggregate.Group.label`) its
+colour once, :func:`sampler_colours`: the labels in the report's order (samplers in the
+paper's order, then by label) take the palette's colours in turn, so up to twelve groups get
+twelve distinct colours and a label has the same colour in every figure of the report
+(:func:`label_colour`, :func:`run_colour`). Beyond twelve the palette repeats.
 
 Figures use matplotlib's object API (:class:`matplotlib.figure.Figure`, Agg/PDF canvases),
 never pyplot, so no global state or display is involved.
@@ -20,11 +29,11 @@ from matplotlib.figure import Figure
 
 from ckam_bench.report.aggregate import StoredRun, aggregate, common_grid, sampler_order
 
-SAMPLER_COLOURS = {
-    "rw": "#7f7f7f", "am": "#1f77b4", "rbam": "#2ca02c", "gam": "#9467bd",
-    "kam": "#ff7f0e", "ckam": "#d62728", "ckam_authors": "#8c564b",
-    "ckam_finite": "#e377c2", "ckam_dim": "#17becf",
-}
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",  # matplotlib's tab10 …
+    "#e377c2", "#17becf", "#bcbd22",  # … without its grey,
+    "#555555", "#000080", "#a6761d",  # then dark grey, navy and ochre
+)
 KERNEL_COLOURS = {"matern": "#d62728", "gaussian": "#1f77b4", "linear": "#2ca02c"}
 X_LABELS = {
     "sampler_seconds": "sampler time (s)",
@@ -93,13 +102,35 @@ class Drawn:
         return Rendered(None, paths, self.caption, self.section, self.title)
 
 
-def colour(name: str, palette: dict = SAMPLER_COLOURS) -> str:
-    """The fixed colour of a sampler (or kernel); unknown names get a stable tab20 colour."""
-    if name in palette:
+def colour(name: str, palette: dict | None = None) -> str:
+    """``palette[name]`` (a report's :func:`sampler_colours`, or :data:`KERNEL_COLOURS`);
+    a name not in it gets a stable colour of :data:`PALETTE` (a hash of the name)."""
+    if palette and name in palette:
         return palette[name]
-    from matplotlib import colormaps
+    return PALETTE[zlib.crc32(name.encode()) % len(PALETTE)]
 
-    return colormaps["tab20"](zlib.crc32(name.encode()) % 20)
+
+def sampler_colours(results) -> dict[str, str]:
+    """The report's colour of every configuration group label (every target): the labels in
+    the report's order take :data:`PALETTE`'s colours in turn (see the module docstring)."""
+    groups = results.groups()
+    order = {name: i for i, name in enumerate(sampler_order(g.sampler for g in groups))}
+    labels = list(dict.fromkeys(g.label for g in sorted(groups, key=lambda g: (
+        order[g.sampler], g.label))))
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+
+
+def label_colour(results, label: str) -> str:
+    """The report's colour of a configuration group label."""
+    return colour(label, sampler_colours(results))
+
+
+def run_colour(results, run) -> str:
+    """The report's colour of the configuration group a run belongs to (its label's colour)."""
+    for group in results.groups(run.target):
+        if any(r is run for r in group.runs) or any(d is run for d, _ in group.duplicates):
+            return label_colour(results, group.label)
+    return colour(run.sampler)
 
 
 def built_target(runs: list[StoredRun]):

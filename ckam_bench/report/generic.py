@@ -41,10 +41,11 @@ from ckam_bench.report.drawing import (
     NotSupported,
     Settings,
     built_target,
-    colour,
     curves,
+    label_colour,
     new_figure,
     panels,
+    sampler_colours,
 )
 
 X_AXES = ("sampler_seconds", "iterations", "n_density", "n_grad")
@@ -110,7 +111,7 @@ def metric_figures(results: Results, settings: Settings, target: str) -> list[Dr
     xs = x_axes(frame)
     if not xs:
         raise NotSupported(f"the traces on {target} have no positive x-axis values")
-    palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in groups}
+    palette = sampler_colours(results)
     drawn = []
     for col in metric_columns(frame):
         fig, axes = panels(len(xs), ncols=len(xs), width=3.6, height=3.0, sharex=False,
@@ -251,7 +252,7 @@ def marginal_figures(results: Results, settings: Settings, target: str,
         tgt = _target(groups)
         kind, draws = truth(tgt)
     shown = [g for g in groups[:MAX_GROUPS] if g.label in samples]
-    palette = {g.label: colour(g.sampler if g.label == g.sampler else g.label) for g in shown}
+    palette = sampler_colours(results)
     q_lo, q_hi = settings.band
     drawn = []
     for start in range(0, dim, PER_FIGURE):
@@ -364,7 +365,7 @@ def pair_figures(results: Results, settings: Settings, target: str,
         runs = samples[group.label]
         stacked = np.concatenate(runs)
         take = stacked[rng.choice(len(stacked), min(points, len(stacked)), replace=False)]
-        c = colour(group.sampler if group.label == group.sampler else group.label)
+        c = label_colour(results, group.label)
         for ax, (j, k), (extent, image) in zip(row, pairs, backgrounds):
             if image is not None:
                 ax.imshow(image, origin="lower", extent=extent, cmap="Greys", aspect="auto",
@@ -412,7 +413,7 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
     axes = np.asarray(fig.subplots(len(rows), len(shown), sharex="col", squeeze=False))
     for col, (g, run, diag) in enumerate(shown):
         it = diag["iteration"].to_numpy()
-        c = colour(g.sampler if g.label == g.sampler else g.label)
+        c = label_colour(results, g.label)
         for row, name in enumerate(rows):
             ax = axes[row, col]
             if name == "acceptance":

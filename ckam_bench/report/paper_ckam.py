@@ -50,9 +50,9 @@ from matplotlib.figure import Figure
 
 from ckam_bench.report import validity
 from ckam_bench.report.aggregate import Group, Results, StoredRun, sampler_order
-from ckam_bench.report.drawing import (KERNEL_COLOURS, SAMPLER_COLOURS, Drawn, NotSupported,
-                                       Rendered, Settings, built_target, colour, curves,
-                                       new_figure, panels)
+from ckam_bench.report.drawing import (KERNEL_COLOURS, Drawn, NotSupported, Rendered, Settings,
+                                       built_target, colour, curves, label_colour, new_figure,
+                                       panels, run_colour)
 
 
 # ---------------------------------------------------------------------------- selection
@@ -102,6 +102,13 @@ def comparison_groups(results: Results, target: str) -> dict[str, Group]:
 def comparison_runs(results: Results, target: str) -> dict[str, list[StoredRun]]:
     """The runs of :func:`comparison_groups`, per sampler."""
     return {name: g.runs for name, g in comparison_groups(results, target).items()}
+
+
+def comparison_colours(results: Results, target: str) -> dict[str, str]:
+    """Per sampler, the report's colour of its comparison group's label
+    (:func:`ckam_bench.report.drawing.sampler_colours`)."""
+    return {name: label_colour(results, g.label)
+            for name, g in comparison_groups(results, target).items()}
 
 
 def left_out(results: Results, target: str, shown: list[Group]) -> str:
@@ -204,7 +211,7 @@ def figure_step_size(results: Results, settings: Settings, cycles: int = 10):
         diag = diag[diag["iteration"] < horizon]
         if diag.empty:
             continue
-        ax.plot(diag["iteration"], diag["step_size"], color=colour(run.sampler), lw=0.9,
+        ax.plot(diag["iteration"], diag["step_size"], color=run_colour(results, run), lw=0.9,
                 label=run.sampler)
         shown.append(run.sampler)
         last = max(last, int(diag["iteration"].max()) + 1)
@@ -293,7 +300,7 @@ def figure_kl_all(results: Results, settings: Settings, target: str):
     """Figs. 3/6/9: KL against the x-axis for every sampler on ``target``."""
     by_sampler = comparison_runs(results, target)
     fig, counts = _metric_vs_x(target, "kl", "symmetric KL", settings, by_sampler,
-                               "sampler", SAMPLER_COLOURS)
+                               "sampler", comparison_colours(results, target))
     caption = (f"Symmetric KL divergence against {settings.x_label} on {target}, every sampler: "
                f"median over seeds and {settings.band_text} band (log x-axis)."
                + _comparison_note(results, target, "Runs", counts, by_sampler))
@@ -312,7 +319,8 @@ def figure_kl_long_ckam(results: Results, settings: Settings, target: str):
                 key=lambda g: len(g.runs))
     runs = group.runs
     fig, counts = _metric_vs_x(target, "kl", "symmetric KL", settings,
-                               {"ckam": runs}, "sampler", SAMPLER_COLOURS, log_x=False)
+                               {"ckam": runs}, "sampler",
+                               {"ckam": label_colour(results, group.label)}, log_x=False)
     caption = (f"Symmetric KL divergence of the longest cKAM runs on {target} (budget "
                f"{longest:g} s of sampler time, {counts.get('ckam', 0)} seeds) against "
                f"{settings.x_label}: median and {settings.band_text} band."
@@ -327,7 +335,7 @@ def figure_ess(results: Results, settings: Settings, target: str = "bimodal"):
     y = "ess_min" if not _with_metric(runs, "ess_min").empty else "ess_median"
     name = "minimum" if y == "ess_min" else "median"
     fig, counts = _metric_vs_x(target, y, f"ESS ({name} over coordinates)", settings,
-                               by_sampler, "sampler", SAMPLER_COLOURS)
+                               by_sampler, "sampler", comparison_colours(results, target))
     caption = (f"Effective sample size ({name} over coordinates, bulk ESS) against "
                f"{settings.x_label} on {target}: median over seeds and {settings.band_text} "
                f"band." + _comparison_note(results, target, "Runs", counts, by_sampler))
@@ -380,10 +388,11 @@ def figure_marginal(results: Results, settings: Settings, target: str, j: int = 
     exact = np.exp(tgt.marginal_logpdf(j, xs)) if tgt is not None and tgt.has_marginals else None
     fig, axes = panels(len(samples), sharey=True)
     q_lo, q_hi = settings.band
+    palette = comparison_colours(results, target)
     for ax, (name, runs) in zip(axes, samples.items()):
         dens = np.array([np.histogram(s[:, j], edges)[0] / (len(s) * width) for s in runs])
         med, band_lo, band_hi = np.percentile(dens, [50.0, q_lo, q_hi], axis=0)
-        c = colour(name)
+        c = colour(name, palette)
         if len(runs) > 1:
             ax.fill_between(edges, np.append(band_lo, band_lo[-1]),
                             np.append(band_hi, band_hi[-1]), step="post", color=c, alpha=0.25,

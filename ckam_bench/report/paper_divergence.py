@@ -26,7 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ckam_bench.report.aggregate import Results, StoredRun, final_rows, sampler_order
-from ckam_bench.report.drawing import Drawn, colour
+from ckam_bench.report.drawing import Drawn, run_colour
 from ckam_bench.report.tables import NA, Table, mean_sd, statistic
 
 PAPER_TABLES = {"double_banana": 1, "basis4": 2, "banana_bunch": 3, "horseshoe": 4}
@@ -139,7 +139,8 @@ def figure_scatter(results: Results, target: str):
                 _contour(ax, built, i, j, lims)
                 ax.set_xlim(*lims[0])
                 ax.set_ylim(*lims[1])
-            ax.scatter(x[:, i], x[:, j], s=1, alpha=0.3, color=colour(name), rasterized=True)
+            ax.scatter(x[:, i], x[:, j], s=1, alpha=0.3, color=run_colour(results, by_sampler[name]),
+                       rasterized=True)
             ax.set_title(f"{name} (seed {by_sampler[name].seed})", fontsize=8)
             ax.set_xlabel(f"x{i + 1}", fontsize=7)
             ax.set_ylabel(f"x{j + 1}", fontsize=7)
@@ -165,7 +166,7 @@ def figure_traces(results: Results, target: str = "basis4"):
     for c, (name, frame) in enumerate(frames.items()):
         for j in range(dim):
             ax = axes[j, c]
-            ax.plot(frame["index"], frame[f"x{j}"], lw=0.3, color=colour(name))
+            ax.plot(frame["index"], frame[f"x{j}"], lw=0.3, color=run_colour(results, by_sampler[name]))
             for level in (-10, 0, 10):
                 ax.axhline(level, color="0.8", lw=0.5, zorder=0)
             if j == 0:

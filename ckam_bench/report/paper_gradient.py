@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.drawing import Drawn, colour
+from ckam_bench.report.drawing import Drawn, run_colour
 from ckam_bench.report.tables import Table
 
 TABLE_NUMBERS = {"neal100": 1, "logistic_caravan": 1, "logistic_australian": 2, "logistic_ripley": 3,
@@ -144,7 +144,7 @@ def figure_log_target(results: Results, target: str) -> Drawn | None:
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.4 * nrows), squeeze=False, sharex=True)
     for ax, label in zip(axes.flat, labels):  # one panel per method, as in the paper
         diag = curves[label]
-        ax.plot(diag["iteration"], diag["logp"], lw=0.5, color=colour(label))
+        ax.plot(diag["iteration"], diag["logp"], lw=0.5, color=run_colour(results, first[label]))
         ax.set_title(label, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.locator_params(axis="x", nbins=4)
@@ -166,11 +166,13 @@ def figure_neal_scales(results: Results) -> Drawn | None:
     import matplotlib.pyplot as plt
 
     learned: dict[str, list[np.ndarray]] = {}
+    shown: dict[str, StoredRun] = {}  # a run per method: its colour
     for run in results.select(target="neal100"):
         if "L_diag" in run.trace and run.sampler.startswith("gad"):
             value = run.trace["L_diag"].iloc[-1]
             if value is not None:
                 learned.setdefault(method(run), []).append(np.asarray(value, dtype=float))
+                shown.setdefault(method(run), run)
     if not learned:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -178,7 +180,7 @@ def figure_neal_scales(results: Results) -> Drawn | None:
     ax.plot(np.arange(1, 101), truth, "k--", lw=1, label="true s_i")
     for label in sorted(learned, key=_order_key):
         ax.plot(np.arange(1, 101), np.mean(learned[label], axis=0), lw=1, label=f"{label} ({len(learned[label])} runs)",
-                color=colour(label))
+                color=run_colour(results, shown[label]))
     ax.set_xlabel("coordinate i")
     ax.set_ylabel("learned L_ii")
     ax.legend(fontsize=7)

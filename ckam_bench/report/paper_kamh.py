@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.report.aggregate import Results, StoredRun
-from ckam_bench.report.drawing import Drawn, colour
+from ckam_bench.report.drawing import Drawn, run_colour
 from ckam_bench.report.tables import Table
 
 LABELS = {"rw": "SM", "am": "AM-FS", "gam": "AM-LS", "kamh": "KAMH-LS"}
@@ -81,7 +81,7 @@ def figure5(results: Results, target: str) -> Drawn | None:
                    *[[10 * r["q"][j] for r in rows] for j in range(LEVELS.size)]]
         med, lo, hi = np.array([_stats(c) for c in columns]).T
         x = np.arange(len(names)) + (i - (len(groups) - 1) / 2) * width
-        ax.bar(x, med, width, label=f"{label} ({len(runs)})", color=colour(runs[0].sampler))
+        ax.bar(x, med, width, label=f"{label} ({len(runs)})", color=run_colour(results, runs[0]))
         ax.errorbar(x, med, yerr=[med - lo, hi - med], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_title(target)
@@ -133,7 +133,8 @@ def _glass_runs(results: Results, target: str) -> dict[str, list[pd.DataFrame]]:
                 reference = load_reference(run.build_target())
             curve = None if reference is None else glass_curve(run, reference)
         if curve is not None and len(curve):
-            groups.setdefault(method(run), []).append(curve.assign(run=run.run_id, sampler=run.sampler))
+            groups.setdefault(method(run), []).append(curve.assign(run=run.run_id, sampler=run.sampler,
+                                                                   colour=run_colour(results, run)))
     return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0]) if kv[0] in ORDER else 99, kv[0])))
 
 
@@ -150,7 +151,7 @@ def figure4(results: Results, target: str = "gp_glass") -> Drawn | None:
             grid = np.unique(frame["n_collected"])
             table = frame.pivot_table(index="n_collected", columns="run", values=column).reindex(grid).ffill()
             lo, med, hi = (table.quantile(q, axis=1) for q in (0.1, 0.5, 0.9))
-            c = colour(curves[0]["sampler"].iloc[0])
+            c = curves[0]["colour"].iloc[0]
             ax.plot(grid, med, color=c, label=f"{label} ({len(curves)})")
             ax.fill_between(grid, lo, hi, color=c, alpha=0.2)
             ax.set_xlabel("collected samples")
