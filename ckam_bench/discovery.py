@@ -12,6 +12,7 @@ instead of stopping the list.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
 
@@ -21,6 +22,9 @@ import ckam_bench
 
 GROUPS = ("sampler", "target", "kernel", "schedule", "experiment", "budget", "checkpoint",
           "metrics")
+LISTS = (*GROUPS, "posteriordb")
+"""What ``ckam-bench list`` shows: the config groups, then the posteriordb suite's posteriors
+(each a ``target=pymc target.model=...`` run)."""
 
 HELP = """\
 ckam-bench {version} — budgeted benchmarks of adaptive MCMC samplers
@@ -29,7 +33,8 @@ Usage
   ckam-bench [GROUP=OPTION ...] [KEY=VALUE ...]      one run (Hydra overrides)
   ckam-bench -m GROUP=A,B KEY=1,2 ...                 a sweep (every combination)
   ckam-bench list [GROUP ...]                         every option of every config group
-                                                      (or of the named ones), with what it can do
+                                                      (or of the named ones), with what it can do;
+                                                      list posteriordb: the suite's posteriors
   ckam-bench --cfg job [overrides]                    print the composed run config
   ckam-bench --version | --help | --hydra-help
 
@@ -54,6 +59,9 @@ Other commands
   ckam-bench-figures RESULTS --out DIR     figures, tables, ranking and an HTML report
   ckam-bench-check sampler=... target=...  stationarity check (chains started from pi)
   ckam-bench-reference target=...          certified reference sample of a target
+  ckam-bench-sbc sampler=... target=pymc target.model=...
+                                           simulation-based calibration on a PyMC model
+Each command's --help shows its keys, exit codes and documentation page.
 
 Exit codes: 0 done or skipped, 1 failure while running, 2 invalid configuration or refused
 folder, 130 interrupted (its last line is the command that resumes it: the same overrides with
@@ -335,7 +343,9 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
                 node = repo.load_config(f"target/{name}").config
                 node.pop("defaults", None)
                 desc = desc or _describe(node)
-                caps = _target_caps(node)
+                caps = _target_caps(node) if node.get("model", "") is not None else (
+                    "any PyMC model: target.model=PACKAGE.MODULE:FUNCTION or FILE.py:FUNCTION; "
+                    "ckam-bench list posteriordb lists the suite's")
             elif group == "sampler":
                 cfg = _with_option(base, repo, group, name, searchpath)
                 desc = desc or _describe(cfg[group])
@@ -349,7 +359,24 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
     return rows
 
 
-def print_list(groups=GROUPS, out=sys.stdout, overrides=()) -> None:
+def posteriordb_rows() -> list[tuple[str, str, str]]:
+    """(posterior, what makes it a test, capabilities) for every posterior of the suite."""
+    from ckam_bench.posteriordb import SUITE
+
+    return [(p.name, p.note, f"d={p.dim}, {p.character}, posteriordb reference draws; "
+             f"target=pymc target.model={p.model}") for p in SUITE.values()]
+
+
+def _print_rows(title: str, rows, out) -> None:
+    print(f"{title} ({len(rows)})", file=out)
+    width = max((len(r[0]) for r in rows), default=0)
+    for name, desc, caps in rows:
+        tail = f"  [{caps}]" if caps else ""
+        print(f"  {name:<{width}}  {desc}{tail}", file=out)
+    print(file=out)
+
+
+def print_list(groups=LISTS, out=sys.stdout, overrides=()) -> None:
     import warnings
 
     from hydra import initialize_config_module
@@ -360,27 +387,26 @@ def print_list(groups=GROUPS, out=sys.stdout, overrides=()) -> None:
         GlobalHydra.instance().clear()
         with initialize_config_module("ckam_bench.conf", version_base="1.3"):
             for group in groups:
-                rows = entries(group, overrides)
-                print(f"{group} ({len(rows)})", file=out)
-                width = max((len(r[0]) for r in rows), default=0)
-                for name, desc, caps in rows:
-                    tail = f"  [{caps}]" if caps else ""
-                    print(f"  {name:<{width}}  {desc}{tail}", file=out)
-                print(file=out)
+                rows = posteriordb_rows() if group == "posteriordb" else entries(group, overrides)
+                _print_rows(group, rows, out)
 
 
 def list_command(args: list[str]) -> int:
     """``ckam-bench list [GROUP ...] [hydra.searchpath=[...]]``: 0, or 2 for an unknown group."""
     overrides = [a for a in args if "=" in a]
-    groups = [a for a in args if "=" not in a] or list(GROUPS)
+    groups = [a for a in args if "=" not in a] or list(LISTS)
     for group in groups:
-        if group not in GROUPS:
+        if group not in LISTS:
             import difflib
 
-            close = difflib.get_close_matches(group, GROUPS, n=1)
+            close = difflib.get_close_matches(group, LISTS, n=1)
             hint = f" — did you mean '{close[0]}'?" if close else ""
             print(f"ckam-bench: unknown config group '{group}'{hint} "
-                  f"(groups: {', '.join(GROUPS)})", file=sys.stderr)
+                  f"(groups: {', '.join(LISTS)})", file=sys.stderr)
             return 2
-    print_list(groups, overrides=overrides)
+    try:
+        print_list(groups, overrides=overrides)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `ckam-bench list | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -20,7 +20,8 @@ def test_help_and_version(tmp_path):
     help_ = run("--help", cwd=tmp_path)
     assert help_.returncode == 0
     for text in ("ckam-bench list", "ckam-bench-figures", "ckam-bench-check", "budget.clock",
-                 "checkpoint.on", "experiment="):
+                 "checkpoint.on", "experiment=", "ckam-bench-sbc", "ckam-bench-reference",
+                 "list posteriordb"):
         assert text in help_.stdout
     assert "preset/" not in help_.stdout and "Hydra" not in help_.stdout.splitlines()[0]
     version = run("--version", cwd=tmp_path)
@@ -35,7 +36,7 @@ def test_list_shows_every_option_with_capabilities(tmp_path):
     sections = {line.split(" (")[0]: line for line in out.splitlines() if line and line[0] != " "}
     groups = {"sampler", "target", "kernel", "schedule", "experiment", "budget", "checkpoint",
               "metrics"}
-    assert set(sections) == groups
+    assert set(sections) == groups | {"posteriordb"}
     conf = ROOT / "conf"
     for group in groups:
         for yaml in (conf / group).glob("*.yaml"):
@@ -44,9 +45,15 @@ def test_list_shows_every_option_with_capabilities(tmp_path):
     assert "d=2, gradient, exact draws" in lines["bimodal"]
     assert "gradient-free" in lines["rw"] and "kernel" in lines["ckam"]
     assert "needs a gradient" in lines["mala"] and "specific targets only" in lines["horseshoe_gibbs"]
-    # target=pymc has no model until target.model=... is given: its row says so
-    assert "target.model: must be set" in lines["pymc"]
-    assert "error:" not in out.replace(lines["pymc"], "")
+    # target=pymc has no model until target.model=... is given: its row says how, no error
+    assert "target.model=PACKAGE.MODULE:FUNCTION" in lines["pymc"]
+    assert "error:" not in out
+    # the posteriordb suite: every posterior with its dimension, character and command
+    from ckam_bench.posteriordb import SUITE
+
+    for name, posterior in SUITE.items():
+        assert f"d={posterior.dim}, {posterior.character}" in lines[name], name
+        assert f"target.model={posterior.model}" in lines[name]
     assert list(tmp_path.iterdir()) == []
 
 
