@@ -31,8 +31,22 @@ def _read_zipped_json(path: Path):
         return json.loads(archive.read(member))
 
 
+def _unchanged(path: Path, arrays: dict) -> bool:
+    """Whether ``path`` already holds exactly ``arrays`` (names, dtypes, shapes, values)."""
+    try:
+        with np.load(path) as old:
+            return sorted(old.files) == sorted(arrays) and all(
+                old[k].dtype == np.asarray(v).dtype and np.array_equal(old[k], v) for k, v in arrays.items())
+    except (OSError, ValueError):
+        return False
+
+
 def _save(path: Path, **arrays) -> None:
-    """Replace a shipped file atomically (temporary file, fsync, rename)."""
+    """Replace a shipped file atomically (temporary file, fsync, rename), unless it already holds
+    the same arrays (a zip archive records the time it was written: a rebuild leaves unchanged
+    files byte for byte as they were)."""
+    if _unchanged(path, arrays):
+        return
 
     def write(tmp):
         with open(tmp, "wb") as fh:
