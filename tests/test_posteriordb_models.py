@@ -33,6 +33,7 @@ from pymc.pytensorf import join_nonshared_inputs  # noqa: E402
 
 from ckam_bench.posteriordb import SUITE, load_data, load_reference  # noqa: E402
 from ckam_bench.posteriordb import models  # noqa: E402
+from tests import test_posteriordb_stan_numpy as stan_numpy  # noqa: E402
 
 NAMES = sorted(SUITE)
 FAST_DRAWS = 1000
@@ -82,48 +83,114 @@ def _identities(u: np.ndarray, grad: np.ndarray) -> dict[str, tuple[float, float
             "Stein": _z_max(stein, -np.eye(d).ravel())}
 
 
-def _check(name: str, n_draws: int | None):
+def _prove(name: str, n_draws: int | None) -> dict[str, float]:
+    """Every check that the model is posteriordb's Stan program: the reference draws map onto
+    its free variables and its ``SUITE`` dim; the score and Stein identities over the first
+    ``n_draws`` draws (None: all); gradients against central finite differences at three draws;
+    the log density minus the independent numpy one constant over a few draws. Returns the
+    largest |z| of each identity and the spread of the density difference."""
     model, u, batch = _case(name)
-    u = u[:n_draws]
-    logp, grad = batch(u)
-    assert np.isfinite(logp).all() and np.isfinite(grad).all()
-    for what, (z, crit) in _identities(u, grad).items():
-        assert z < crit, f"{name}: {what} identity fails, max |z| = {z:.2f} >= {crit:.2f}"
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_reference_maps_onto_the_free_variables(name):
-    model = getattr(models, SUITE[name].function)()
     values = models.reference_values(name)
     _, draws = load_reference(SUITE[name].reference)
     assert draws.shape[:2] == (10, 1000)
     assert sorted(values) == sorted(rv.name for rv in model.free_RVs)
     point = model.initial_point()
     for rv in model.free_RVs:
-        value = model.rvs_to_values[rv]
-        assert values[rv.name].shape == (10_000, *point[value.name].shape), rv.name
+        assert values[rv.name].shape == (10_000, *point[model.rvs_to_values[rv].name].shape), rv.name
+    assert u.shape == (10_000, SUITE[name].dim)
 
+    logp, grad = batch(u[:n_draws])
+    assert np.isfinite(logp).all() and np.isfinite(grad).all()
+    out = {}
+    for what, (z, crit) in _identities(u[:n_draws], grad).items():
+        assert z < crit, f"{name}: {what} identity fails, max |z| = {z:.2f} >= {crit:.2f}"
+        out[what] = z
 
-@pytest.mark.parametrize("name", NAMES)
-def test_score_and_stein_identities_on_reference_draws(name):
-    _check(name, FAST_DRAWS)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_score_and_stein_identities_on_all_reference_draws(name):
-    _check(name, None)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_matches_finite_differences(name):
-    _, u, batch = _case(name)
     for row in u[[0, 500, 999]]:
         d = len(row)
         steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
         logp, _ = batch(np.vstack([row + steps, row - steps]))
         fd = (logp[:d] - logp[d:]) / (2 * np.diag(steps))
         np.testing.assert_allclose(batch(row[None])[1][0], fd, rtol=1e-4, atol=1e-4, err_msg=name)
+
+    out["independent density"] = stan_numpy.compare(name, values, u, lambda rows: batch(rows)[0])
+    assert out["independent density"] < stan_numpy.TOLERANCE, (name, out)
+    return out
+
+
+FAST = ["eight_schools-eight_schools_centered", "garch-garch11", "arma-arma11",
+        "kidiq_with_mom_work-kidscore_interaction_z"]
+"""the models the default run proves (on the first 1000 draws); ``-m slow`` proves every one."""
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_equal_to_the_stan_program(name):
+    _prove(name, FAST_DRAWS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_equal_to_the_stan_program_on_all_reference_draws(name):
+    _prove(name, None)
+
+
+REFERENCE_SETS = """
+arK-arK arma-arma11 bball_drive_event_0-hmm_drive_0 bball_drive_event_1-hmm_drive_1 diamonds-diamonds
+earnings-earn_height earnings-log10earn_height earnings-logearn_height earnings-logearn_height_male
+earnings-logearn_interaction earnings-logearn_interaction_z earnings-logearn_logheight_male
+eight_schools-eight_schools_noncentered garch-garch11 gp_pois_regr-gp_pois_regr gp_pois_regr-gp_regr
+hmm_example-hmm_example hudson_lynx_hare-lotka_volterra kidiq-kidscore_interaction kidiq-kidscore_momhs
+kidiq-kidscore_momhsiq kidiq-kidscore_momiq kidiq_with_mom_work-kidscore_interaction_c
+kidiq_with_mom_work-kidscore_interaction_c2 kidiq_with_mom_work-kidscore_interaction_z
+kidiq_with_mom_work-kidscore_mom_work kilpisjarvi_mod-kilpisjarvi low_dim_gauss_mix-low_dim_gauss_mix
+mcycle_gp-accel_gp mesquite-logmesquite mesquite-logmesquite_logva mesquite-logmesquite_logvas
+mesquite-logmesquite_logvash mesquite-logmesquite_logvolume mesquite-mesquite nes1972-nes nes1976-nes
+nes1980-nes nes1984-nes nes1988-nes nes1992-nes nes1996-nes nes2000-nes
+one_comp_mm_elim_abs-one_comp_mm_elim_abs sblrc-blr sblri-blr
+""".split()
+"""posteriordb's reference posteriors at the pinned commit (``posterior_database/reference_posteriors/
+draws/draws/*.json.zip`` of 28f8d3d): the 46 sets of reference draws."""
+
+
+def test_every_reference_set_is_shipped_or_said_why_not():
+    """Nothing drops out silently: each of posteriordb's 46 reference sets is the reference of a
+    suite posterior, or NOT_SHIPPED says why not (and docs/posteriordb.md repeats it)."""
+    from pathlib import Path
+
+    from ckam_bench.posteriordb import NOT_SHIPPED
+
+    assert len(REFERENCE_SETS) == 46
+    shipped = {p.reference for p in SUITE.values()}
+    assert shipped.isdisjoint(NOT_SHIPPED)
+    assert shipped | set(NOT_SHIPPED) == set(REFERENCE_SETS)
+    assert all(why.strip() for why in NOT_SHIPPED.values())
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "posteriordb.md").read_text()
+    assert all(name in docs for name in NOT_SHIPPED)
+
+
+def test_suite_entries_match_their_files():
+    """Every suite posterior: a character of CHARACTERS, its dim the number of reference columns,
+    its data and reference files shipped, its model function in models (no model is built)."""
+    from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, REFERENCE_DIR
+
+    for name, posterior in SUITE.items():
+        assert posterior.character in CHARACTERS, name
+        assert (DATA_DIR / f"{posterior.data}.npz").is_file(), name
+        with np.load(REFERENCE_DIR / f"{posterior.reference}.npz") as archive:
+            assert archive["draws"].dtype == np.float32
+            assert len(archive["names"]) == archive["draws"].shape[-1] == posterior.dim, name
+        assert callable(getattr(models, posterior.function)), name
+        assert posterior.note
+
+
+def test_the_suite_experiment_sweeps_the_whole_suite():
+    """conf/experiment/posteriordb.yaml sweeps target.model over every suite model, in SUITE's order."""
+    from pathlib import Path
+
+    import yaml
+
+    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "experiment" / "posteriordb.yaml").read_text())
+    assert conf["hydra"]["sweeper"]["params"]["target.model"].split(",") == [p.model for p in SUITE.values()]
 
 
 def test_garch_variance_recursion_is_stans_loop():
@@ -156,19 +223,53 @@ def _tilt_garch_uniform(model):
     return -pt.log1p(-model["alpha1"])
 
 
-@pytest.mark.parametrize("name, tilt", [
-    ("eight_schools-eight_schools_centered", _tilt_eight_schools_prior),
-    ("garch-garch11", _tilt_garch_uniform),
+def _tilt_arma_prior(model):
+    """phi ~ normal(0, 0.2) instead of normal(0, 2) (a wrong prior scale)."""
+    phi = model["phi"]
+    return pm.logp(pm.Normal.dist(0.0, 0.2), phi) - pm.logp(pm.Normal.dist(0.0, 2.0), phi)
+
+
+def _tilt_missing_jacobian(model):
+    """sigma flat on the log scale (a prior 1/sigma) instead of Stan's flat sigma on (0, inf): the
+    log-Jacobian of sigma's transform left out."""
+    return -pt.log(model["sigma"])
+
+
+def _tilt_mom_work_levels(model):
+    """the indicators of mom_work levels 1, 3, 4 instead of Stan's 2, 3, 4 (``work2[i] =
+    mom_work[i] == 2`` misread): the wrong likelihood minus the right one."""
+    d = load_data("kidiq_with_mom_work")
+    beta, sigma = model["beta"], model["sigma"]
+
+    def loglik(levels):
+        X = np.column_stack([np.ones(len(d["kid_score"]))] + [d["mom_work"] == k for k in levels]).astype(float)
+        return pm.logp(pm.Normal.dist(pt.dot(X, beta), sigma), d["kid_score"].astype(float)).sum()
+
+    return loglik((1, 3, 4)) - loglik((2, 3, 4))
+
+
+@pytest.mark.parametrize("name, tilt, n_draws", [
+    ("eight_schools-eight_schools_centered", _tilt_eight_schools_prior, FAST_DRAWS),
+    ("garch-garch11", _tilt_garch_uniform, FAST_DRAWS),
+    pytest.param("arma-arma11", _tilt_arma_prior, None, marks=pytest.mark.slow),
+    pytest.param("mesquite-logmesquite", _tilt_missing_jacobian, None, marks=pytest.mark.slow),
+    pytest.param("kidiq_with_mom_work-kidscore_mom_work", _tilt_mom_work_levels, None, marks=pytest.mark.slow),
 ])
-def test_identities_detect_a_wrong_model(name, tilt):
+def test_identities_detect_a_wrong_model(name, tilt, n_draws):
     """A translation slip (another prior scale, PyMC's normalised uniform for Stan's flat
-    bounded parameter) makes the identity checks fail on the same draws."""
+    bounded parameter, a log-Jacobian left out, a misread indicator) makes the identity checks
+    fail by more than twice their critical value on the reference draws (the first 1000 in the
+    default run, all 10 000 with the slow tests, as in the equality tests), and the independent
+    density differ by more than a constant."""
     model = getattr(models, SUITE[name].function)()
     with model:
         pm.Potential("slip", tilt(model))
-    u = models.unconstrained_reference(name, model)[1][:FAST_DRAWS]
-    checks = _identities(u, _logp_dlogp(model)(u)[1])
+    u = models.unconstrained_reference(name, model)[1]
+    batch = _logp_dlogp(model)
+    checks = _identities(u[:n_draws], batch(u[:n_draws])[1])
     assert any(z > 2 * crit for z, crit in checks.values()), checks
+    spread = stan_numpy.compare(name, models.reference_values(name), u, lambda rows: batch(rows)[0])
+    assert spread > 1e3 * stan_numpy.TOLERANCE
 
 
 def test_harness_reference_is_readable_and_certified(tmp_path):

@@ -1,7 +1,9 @@
-"""The posteriordb suite: eleven posteriors of posteriordb (Magnusson et al., github.com/stan-dev/
-posteriordb) written as PyMC models equal to their Stan programs, with posteriordb's data and
-reference draws shipped as package data (``data/``, ``reference/``; sources, licences and
-transformations in ``SOURCES.md``; nothing is downloaded at run time).
+"""The posteriordb suite: posteriors of posteriordb (Magnusson et al., github.com/stan-dev/
+posteriordb) that have reference draws, written as PyMC models equal to their Stan programs, with
+posteriordb's data and reference draws shipped as package data (``data/``, ``reference/``;
+sources, licences and transformations in ``SOURCES.md``; nothing is downloaded at run time).
+:data:`SUITE` lists them (with each one's character and dims), :data:`NOT_SHIPPED` the reference
+sets of posteriordb left out and why.
 
 Each model is the function ``ckam_bench.posteriordb.models:<function>`` returning a
 ``pymc.Model`` (``ckam-bench target=pymc target.model=ckam_bench.posteriordb.models:diamonds``).
@@ -25,6 +27,10 @@ REFERENCE_DIR = HERE / "reference"
 POSTERIORDB_COMMIT = "28f8d3d6e975315f42aa274a8399f21e07a43b30"
 
 
+CHARACTERS = ("regression", "hierarchical", "time series", "GP", "mixture", "HMM", "ODE")
+"""The kinds of posterior in the suite (:attr:`Posterior.character`)."""
+
+
 @dataclass(frozen=True)
 class Posterior:
     """One posteriordb posterior of the suite."""
@@ -34,6 +40,10 @@ class Posterior:
     function: str
     """name of the model function in :mod:`ckam_bench.posteriordb.models`."""
     character: str
+    """its kind, one of :data:`CHARACTERS`."""
+    dim: int
+    """number of unconstrained coordinates (Stan's parameters, the target's ``dim``)."""
+    note: str
     """what makes it a test."""
     reference_of: str | None = None
     """the posteriordb posterior whose reference draws it shares, when not its own."""
@@ -54,32 +64,92 @@ class Posterior:
         return f"ckam_bench.posteriordb.models:{self.function}"
 
 
+_P = Posterior
 SUITE: dict[str, Posterior] = {p.name: p for p in (
-    Posterior("eight_schools-eight_schools_centered", "eight_schools_centered",
-              "hierarchical, centred: Neal's funnel between log tau and theta (10 dims)",
-              reference_of="eight_schools-eight_schools_noncentered"),
-    Posterior("eight_schools-eight_schools_noncentered", "eight_schools_noncentered",
-              "the same posterior non-centred: nearly Gaussian (10 dims)"),
-    Posterior("kidiq-kidscore_interaction", "kidscore_interaction",
-              "linear regression, uncentred predictors and an interaction: correlations ~0.99 (5 dims)"),
-    Posterior("mesquite-mesquite", "mesquite",
-              "linear regression with flat priors, uncentred predictors, scales 1 to 100s (8 dims)"),
-    Posterior("kilpisjarvi_mod-kilpisjarvi", "kilpisjarvi",
-              "linear trend with years ~4000 as predictor: intercept/slope correlation ~ -1 (3 dims)"),
-    Posterior("sblrc-blr", "sblrc_blr",
-              "linear regression, simulated correlated design (posterior correlation 0.8, 6 dims)"),
-    Posterior("arK-arK", "arK", "AR(5) time series (7 dims)"),
-    Posterior("garch-garch11", "garch11",
-              "GARCH(1,1) volatility time series, a parameter bound depending on another (4 dims)"),
-    Posterior("gp_pois_regr-gp_regr", "gp_regr",
-              "Gaussian process regression hyperparameters, skewed (3 dims)"),
-    Posterior("gp_pois_regr-gp_pois_regr", "gp_pois_regr",
-              "latent Gaussian process with a Poisson likelihood, whitened (13 dims)"),
-    Posterior("low_dim_gauss_mix-low_dim_gauss_mix", "low_dim_gauss_mix",
-              "two-component Gaussian mixture, ordered means (label switching removed, 5 dims)"),
-    Posterior("diamonds-diamonds", "diamonds",
-              "brms regression with 24 polynomial-contrast predictors: ill-conditioned (26 dims)"),
+    _P("eight_schools-eight_schools_centered", "eight_schools_centered", "hierarchical", 10,
+       "centred: Neal's funnel between log tau and theta",
+       reference_of="eight_schools-eight_schools_noncentered"),
+    _P("eight_schools-eight_schools_noncentered", "eight_schools_noncentered", "hierarchical", 10,
+       "the same posterior non-centred: nearly Gaussian"),
+    _P("kidiq-kidscore_interaction", "kidscore_interaction", "regression", 5,
+       "uncentred predictors and an interaction: correlations ~0.99"),
+    _P("mesquite-mesquite", "mesquite", "regression", 8,
+       "flat priors, uncentred predictors, scales 1 to 100s"),
+    _P("kilpisjarvi_mod-kilpisjarvi", "kilpisjarvi", "regression", 3,
+       "linear trend with years ~4000 as predictor: intercept/slope correlation ~ -1"),
+    _P("sblrc-blr", "sblrc_blr", "regression", 6,
+       "simulated correlated design (posterior correlation 0.8)"),
+    _P("arK-arK", "arK", "time series", 7, "AR(5)"),
+    _P("garch-garch11", "garch11", "time series", 4,
+       "GARCH(1,1) volatility, a parameter bound depending on another"),
+    _P("gp_pois_regr-gp_regr", "gp_regr", "GP", 3, "Gaussian process regression hyperparameters, skewed"),
+    _P("gp_pois_regr-gp_pois_regr", "gp_pois_regr", "GP",
+       13, "latent Gaussian process with a Poisson likelihood, whitened"),
+    _P("low_dim_gauss_mix-low_dim_gauss_mix", "low_dim_gauss_mix", "mixture", 5,
+       "two-component Gaussian mixture, ordered means (label switching removed)"),
+    _P("diamonds-diamonds", "diamonds", "regression", 26,
+       "brms regression with 24 polynomial-contrast predictors: ill-conditioned"),
+    # ------------------------------------------------------------------ regressions.py
+    _P("earnings-earn_height", "earn_height", "regression", 3,
+       "earnings in dollars on height: scales 0.02 to 10^4 (conditioning ~5e5), correlation -0.998"),
+    _P("earnings-log10earn_height", "log10earn_height", "regression", 3,
+       "log10 earnings on uncentred height: correlation -0.998"),
+    _P("earnings-logearn_height", "logearn_height", "regression", 3,
+       "log earnings on uncentred height: correlation -0.998"),
+    _P("earnings-logearn_height_male", "logearn_height_male", "regression", 4,
+       "log earnings on uncentred height and sex: correlation -0.998"),
+    _P("earnings-logearn_logheight_male", "logearn_logheight_male", "regression", 4,
+       "log earnings on log height and sex: correlation -0.9999"),
+    _P("earnings-logearn_interaction", "logearn_interaction", "regression", 5,
+       "uncentred height and a height x sex interaction: correlation -0.999, scales 0.01 to 1.3"),
+    _P("earnings-logearn_interaction_z", "logearn_interaction_z", "regression", 5,
+       "the same regression, height standardised: well conditioned (scale ratio ~5)"),
+    _P("kidiq-kidscore_momhs", "kidscore_momhs", "regression", 3,
+       "one binary predictor: correlation -0.88"),
+    _P("kidiq-kidscore_momiq", "kidscore_momiq", "regression", 3,
+       "uncentred IQ as predictor: correlation -0.99"),
+    _P("kidiq-kidscore_momhsiq", "kidscore_momhsiq", "regression", 4,
+       "uncentred IQ and a binary predictor: correlation -0.95"),
+    _P("kidiq_with_mom_work-kidscore_interaction_c", "kidscore_interaction_c", "regression", 5,
+       "kidscore_interaction with centred predictors: correlations <= 0.42"),
+    _P("kidiq_with_mom_work-kidscore_interaction_c2", "kidscore_interaction_c2", "regression", 5,
+       "kidscore_interaction centred on reference points (0.5, 100): correlations <= 0.68"),
+    _P("kidiq_with_mom_work-kidscore_interaction_z", "kidscore_interaction_z", "regression", 5,
+       "kidscore_interaction standardised by 2 sd: correlations <= 0.43"),
+    _P("kidiq_with_mom_work-kidscore_mom_work", "kidscore_mom_work", "regression", 5,
+       "one four-level factor as indicators: correlations <= 0.85"),
+    _P("mesquite-logmesquite", "logmesquite", "regression", 8,
+       "log-log regression, flat priors, 46 observations: correlations <= 0.77"),
+    _P("mesquite-logmesquite_logvolume", "logmesquite_logvolume", "regression", 3,
+       "log weight on log canopy volume: nearly Gaussian"),
+    _P("mesquite-logmesquite_logva", "logmesquite_logva", "regression", 5,
+       "log canopy volume and area, nearly collinear: correlation -0.96"),
+    _P("mesquite-logmesquite_logvash", "logmesquite_logvash", "regression", 7,
+       "volume, area, shape and height on the log scale: correlation -0.95"),
+    _P("mesquite-logmesquite_logvas", "logmesquite_logvas", "regression", 8,
+       "logmesquite_logvash plus log density: correlation -0.95"),
+    *(_P(f"nes{year}-nes", f"nes{year}", "regression", 10,
+         "party identification on 8 survey predictors (476-1350 respondents): scales 0.02 to 0.7, "
+         "correlations <= 0.78") for year in range(1972, 2001, 4)),
+    _P("sblri-blr", "sblri_blr", "regression", 6,
+       "linear regression, simulated independent design: nearly independent coefficients"),
+    # ------------------------------------------------------------------ series.py
+    _P("arma-arma11", "arma11", "time series", 4, "ARMA(1,1), the errors a recursion in theta"),
 )}
+
+NOT_SHIPPED: dict[str, str] = {
+    "hmm_example-hmm_example": "not translated yet",
+    "bball_drive_event_0-hmm_drive_0": "not translated yet",
+    "bball_drive_event_1-hmm_drive_1": "not translated yet",
+    "hudson_lynx_hare-lotka_volterra": "not translated yet",
+    "one_comp_mm_elim_abs-one_comp_mm_elim_abs": "not translated yet",
+    "mcycle_gp-accel_gp": "its reference draws (posterior_database/reference_posteriors/draws/draws/"
+                          "mcycle_gp-accel_gp.json.zip, blob 91b04de) are missing from the posteriordb "
+                          "mirror this suite was built from, so there is nothing to ship or to prove the "
+                          "model against",
+}
+"""posteriordb's reference posteriors at :data:`POSTERIORDB_COMMIT` that the suite does not ship,
+each with the reason."""
 
 
 def load_data(data_name: str) -> dict[str, np.ndarray]:

@@ -1,5 +1,8 @@
 """The suite's PyMC models, one function per posteriordb posterior, each equal to posteriordb's
-Stan program (quoted in the docstring, commit in :data:`ckam_bench.posteriordb.POSTERIORDB_COMMIT`).
+Stan program (quoted in the docstring, commit in :data:`ckam_bench.posteriordb.POSTERIORDB_COMMIT`):
+the first twelve here, the others by family in :mod:`~ckam_bench.posteriordb.regressions` and
+:mod:`~ckam_bench.posteriordb.series`, re-exported here (every ``target.model`` of the suite is
+``ckam_bench.posteriordb.models:<function>``).
 
 Translation rules, so that the density on the unconstrained scale is Stan's up to a constant:
 
@@ -25,6 +28,13 @@ import pytensor.tensor as pt
 from pymc.distributions.transforms import ordered
 
 from ckam_bench.posteriordb import POSTERIORDB_COMMIT, SUITE, load_data, reference_columns
+from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: the suite's target.model)
+    earn_height, kidscore_interaction_c, kidscore_interaction_c2, kidscore_interaction_z, kidscore_mom_work,
+    kidscore_momhs, kidscore_momhsiq, kidscore_momiq, log10earn_height, logearn_height, logearn_height_male,
+    logearn_interaction, logearn_interaction_z, logearn_logheight_male, logmesquite, logmesquite_logva,
+    logmesquite_logvas, logmesquite_logvash, logmesquite_logvolume, nes1972, nes1976, nes1980, nes1984,
+    nes1988, nes1992, nes1996, nes2000, sblri_blr)
+from ckam_bench.posteriordb.series import arma11, linear_recursion  # noqa: F401
 
 
 def eight_schools_centered() -> pm.Model:
@@ -122,25 +132,19 @@ def garch11() -> pm.Model:
     Stan's beta1 is flat on (0, 1 - alpha1): ``pm.Uniform`` adds its normalisation
     -log(1 - alpha1), which the potential ``beta1_flat`` cancels. The variance recursion
     v_t = c_t + beta1 v_{t-1} (v = sigma^2, c_1 = sigma1^2, c_t = alpha0 + alpha1 (y[t-1] - mu)^2)
-    is solved by recursive doubling, so the graph has no loop and no T x T matrix: starting from
-    v = c, the step k = 1, 2, 4, ... adds beta1^k v_{t-k}, after which
-    v_t = sum_{j < 2k} beta1^j c_{t-j}; once 2k >= T this is the recursion's solution.
+    is solved by recursive doubling (:func:`ckam_bench.posteriordb.series.linear_recursion`), so
+    the graph has no loop and no T x T matrix.
     """
     d = load_data("garch")
     y = d["y"]
-    T = len(y)
     with pm.Model() as model:
         mu = pm.Flat("mu")
         alpha0 = pm.HalfFlat("alpha0")
         alpha1 = pm.Uniform("alpha1", 0.0, 1.0)
         beta1 = pm.Uniform("beta1", 0.0, 1.0 - alpha1)
         pm.Potential("beta1_flat", pt.log1p(-alpha1))
-        v = pt.concatenate([pt.as_tensor([float(d["sigma1"]) ** 2]), alpha0 + alpha1 * (y[:-1] - mu) ** 2])
-        k = 1
-        while k < T:
-            v = pt.concatenate([v[:k], v[k:] + beta1**k * v[:-k]])
-            k *= 2
-        pm.Normal("y", mu, pt.sqrt(v), observed=y)
+        c = pt.concatenate([pt.as_tensor([float(d["sigma1"]) ** 2]), alpha0 + alpha1 * (y[:-1] - mu) ** 2])
+        pm.Normal("y", mu, pt.sqrt(linear_recursion(c, beta1, len(y))), observed=y)
     return model
 
 
