@@ -139,7 +139,7 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
                            str(out), "--formats", "png"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    for stem in ("banana_metric_ess_min", "banana_metric_acceptance", "banana_marginals",
+    for stem in ("banana_metric_ess_min", "banana_metric_diagnostics", "banana_marginals",
                  "banana_pairs", "banana_diagnostics"):
         assert (out / f"{stem}.png").exists(), proc.stdout
     ranking = (out / "ranking_banana.md").read_text()

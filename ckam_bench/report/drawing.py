@@ -91,15 +91,77 @@ class Drawn:
     title: str
 
     def save(self, out_dir: str | Path, formats: tuple[str, ...] = ("png",)) -> Rendered:
-        """Write ``OUT_DIR/<stem>.<format>`` for each format."""
+        """Write ``OUT_DIR/<stem>.<format>`` for each format, the titles first wrapped to fit
+        (:func:`fit_titles`) and the image cut to what is drawn, so no title is clipped."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        fit_titles(self.figure)
         paths = []
         for fmt in formats:
             path = out / f"{self.stem}.{fmt}"
-            self.figure.savefig(path, dpi=DPI, format=fmt)
+            self.figure.savefig(path, dpi=DPI, format=fmt, bbox_inches="tight", pad_inches=0.05)
             paths.append(path)
         return Rendered(None, paths, self.caption, self.section, self.title)
+
+
+def _renderer(fig: Figure):
+    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure: draw it with Agg
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _wrap(text, width: float, renderer) -> bool:
+    """Break the lines of a Text onto more lines until each is at most ``width`` pixels wide
+    (a single word is never broken); True when it was changed."""
+    original = text.get_text()
+    if not original or text.get_window_extent(renderer).width <= width:
+        return False
+    words = original.split()
+    lines = [words[0]]
+    for word in words[1:]:
+        text.set_text("\n".join([*lines[:-1], f"{lines[-1]} {word}"]))
+        if max(_line_widths(text, renderer)) <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    text.set_text("\n".join(lines))
+    return True
+
+
+def _line_widths(text, renderer) -> list[float]:
+    whole = text.get_text()
+    widths = []
+    for line in whole.split("\n"):
+        text.set_text(line)
+        widths.append(text.get_window_extent(renderer).width)
+    text.set_text(whole)
+    return widths
+
+
+def fit_titles(fig: Figure) -> None:
+    """Wrap the figure's title (``suptitle``) to the figure's width and each visible axes'
+    titles to the axes' width, then lay the figure out again (a figure without a layout
+    engine with ``tight_layout``), so that no title runs past the edge of the figure."""
+    renderer = _renderer(fig)
+    fig.draw_without_rendering()
+    changed = False
+    title = getattr(fig, "_suptitle", None)
+    if title is not None:
+        changed |= _wrap(title, 0.96 * fig.bbox.width, renderer)
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        width = max(ax.get_window_extent(renderer).width, 0.2 * fig.bbox.width)
+        for text in (ax.title, ax._left_title, ax._right_title):
+            changed |= _wrap(text, width, renderer)
+    if changed and fig.get_layout_engine() is None:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # axes tight_layout cannot handle stay as they are
+            fig.tight_layout()
 
 
 def colour(name: str, palette: dict | None = None) -> str:
@@ -163,9 +225,23 @@ def panels(n: int, ncols: int = 3, width: float = 3.2, height: float = 2.7,
     return fig, axes[:n]
 
 
-def curves(ax, frame: pd.DataFrame, y: str, key: str, settings: Settings, log_x: bool,
-           palette: dict) -> dict[str, int]:
-    """Median line and band of ``y`` per value of ``key``; returns the run count per value."""
+@dataclass
+class Curves:
+    """What a median-and-band panel draws: per value of the key (in the report's order) the
+    aggregated ``x, median, lo, hi`` where at least half of its runs have a value (values with
+    nothing to draw are left out), the run count of every value, and every aggregated value
+    (it decides a logarithmic y-axis)."""
+
+    parts: dict[str, pd.DataFrame]
+    counts: dict[str, int]
+    values: np.ndarray
+
+
+def curve_data(frame: pd.DataFrame, y: str, key: str, settings: Settings,
+               log_x: bool) -> Curves:
+    """The median and band of ``y`` over seeds per value of ``key`` on a common grid of
+    ``settings.x``; raises :class:`NotSupported` when the x values give no grid (e.g. the
+    gradient evaluations of gradient-free samplers)."""
     finite = frame[np.isfinite(pd.to_numeric(frame[y], errors="coerce"))]
     try:
         grid = common_grid(finite, settings.x, n=settings.n_grid, log=log_x)
@@ -174,23 +250,38 @@ def curves(ax, frame: pd.DataFrame, y: str, key: str, settings: Settings, log_x:
     agg = aggregate(frame, settings.x, y, by=[key], band=settings.band, grid=grid)
     counts = frame.groupby(key)["run_id"].nunique().to_dict()
     counts = {name: counts[name] for name in sampler_order(counts)}
+    parts = {}
     for name in counts:
         part = agg[agg[key] == name]
         part = part[part["n_seeds"] >= max(1, math.ceil(counts[name] / 2))]
-        if part.empty:
-            continue
+        if not part.empty:
+            parts[name] = part
+    values = agg[["median", "lo", "hi"]].to_numpy(float)
+    return Curves(parts, counts, values[np.isfinite(values)])
+
+
+def draw_curves(ax, data: Curves, log_x: bool, palette: dict, legend: bool = True) -> None:
+    """Draw :func:`curve_data`'s lines (steps) and bands on ``ax``."""
+    for name, part in data.parts.items():
         c = colour(name, palette)
         ax.plot(part["x"], part["median"], color=c, lw=1.6, drawstyle="steps-post",
-                label=f"{name} (n={counts[name]})")
-        if counts[name] > 1:
+                label=f"{name} (n={data.counts[name]})")
+        if data.counts[name] > 1:
             ax.fill_between(part["x"], part["lo"], part["hi"], color=c, alpha=0.2, lw=0,
                             step="post")
     if log_x:
         ax.set_xscale("log")
-    values = agg[["median", "lo", "hi"]].to_numpy(float)
-    values = values[np.isfinite(values)]
+    values = data.values
     if values.size and values.min() > 0 and values.max() >= 10 * values.min():
         ax.set_yscale("log")  # only when the values span at least a decade
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small", frameon=False)
-    return counts
+    if legend:
+        ax.legend(fontsize="small", frameon=False)
+
+
+def curves(ax, frame: pd.DataFrame, y: str, key: str, settings: Settings, log_x: bool,
+           palette: dict) -> dict[str, int]:
+    """Median line and band of ``y`` per value of ``key``; returns the run count per value."""
+    data = curve_data(frame, y, key, settings, log_x)
+    draw_curves(ax, data, log_x, palette)
+    return data.counts

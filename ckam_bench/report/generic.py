@@ -7,10 +7,16 @@ group (:func:`ckam_bench.report.aggregate.group_runs`: full configuration, each 
 a legend never merges budgets, presets or hyperparameters; every caption lists the groups with
 their seed counts and what was kept apart or left out.
 
-* :func:`metric_figures` — each numeric metric column of the traces (KL, ESS, acceptance, step
-  size, b² and moment errors, a sampler's own columns, …) against every x axis the traces
-  support (sampler seconds, iterations, density evaluations, gradient evaluations; one panel
-  each): median over seeds and a band. b² gets the 0.01 accuracy line.
+* :func:`metric_figures` — the numeric metric columns of the traces, titled in words
+  (:mod:`ckam_bench.report.words`). Each *accuracy* column (b², KL, ESS and its rates, moment
+  errors, MMD, MCSE; b², KL and ESS first) gets a figure against what it cost: sampler
+  seconds, density evaluations and gradient evaluations, one panel per axis with data (a
+  panel with nothing to draw, e.g. gradient evaluations when no sampler uses gradients, is
+  left out, and the caption names a group absent from a panel). The *diagnostic* columns
+  (acceptance, step size, iterations per second, a sampler's own columns, …) share one figure,
+  one panel each against iterations, with one legend. Median over seeds and a band; b² gets
+  the 0.01 accuracy line. Sections: "Accuracy against cost" and "Diagnostics"
+  (:mod:`ckam_bench.report.sections`).
 * :func:`marginal_figures` — a histogram of every coordinate per group (median over seeds of
   each seed's normalised histogram), against the truth the target offers: its exact marginal
   density, else a histogram of 20 000 exact draws, else its reference sample
@@ -35,13 +41,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
+from ckam_bench.report import sections, words
 from ckam_bench.report.aggregate import Group, Results, grouping_notes
 from ckam_bench.report.drawing import (
+    Curves,
     Drawn,
     NotSupported,
     Settings,
     built_target,
-    curves,
+    curve_data,
+    draw_curves,
     label_colour,
     new_figure,
     panels,
@@ -49,6 +58,9 @@ from ckam_bench.report.drawing import (
 )
 
 X_AXES = ("sampler_seconds", "iterations", "n_density", "n_grad")
+COST_AXES = ("sampler_seconds", "n_density", "n_grad")
+"""What an accuracy column is drawn against: what it cost."""
+DIAGNOSTIC_AXIS = "iterations"
 NOT_METRICS = {"checkpoint", "seed", "sampler_seconds", "sampler_wall_seconds",
                "sampler_cpu_seconds", "wall_seconds", "eval_seconds", "iterations",
                "n_collected", "n_density", "n_grad"}
@@ -56,7 +68,6 @@ THRESHOLD = 0.01
 PER_FIGURE = 16
 MAX_GROUPS = 8
 EXACT_DRAWS = 20_000
-SECTION = "Figures per target"
 
 
 def _stem(target: str, name: str) -> str:
@@ -98,48 +109,120 @@ def metric_columns(frame: pd.DataFrame) -> list[str]:
     return out
 
 
-def x_axes(frame: pd.DataFrame) -> list[str]:
-    """The x axes the traces support (a column with a positive value)."""
-    return [x for x in X_AXES if x in frame.columns
+def x_axes(frame: pd.DataFrame, axes=X_AXES) -> list[str]:
+    """The x axes of ``axes`` the traces support (a column with a positive value)."""
+    return [x for x in axes if x in frame.columns
             and (pd.to_numeric(frame[x], errors="coerce") > 0).any()]
 
 
+def _panel(frame: pd.DataFrame, col: str, settings: Settings, x: str) -> Curves | None:
+    """What a panel of ``col`` against ``x`` would draw, or None when it would be empty."""
+    if not x_axes(frame, (x,)):
+        return None
+    try:
+        data = curve_data(frame, col, "group", replace(settings, x=x), True)
+    except NotSupported:
+        return None
+    return data if data.parts else None
+
+
+def _capital(text: str) -> str:
+    """``text`` with a capital first letter, unless its first word is a symbol (b², ‖x‖)."""
+    first = text.split(" ")[0].rstrip(",")
+    return text[0].upper() + text[1:] if first.isascii() and text[:1].isalpha() else text
+
+
+def _plain(ax) -> None:
+    ax.xaxis.set_minor_locator(NullLocator())  # log minor ticks: most of the drawing
+    ax.yaxis.set_minor_locator(NullLocator())  # time, little information
+
+
+def _accuracy_figure(results: Results, settings: Settings, target: str, groups: list[Group],
+                     frame: pd.DataFrame, col: str, palette: dict) -> Drawn | None:
+    """``col`` against each cost axis with data (one panel each), or None."""
+    cells = [(x, data) for x in COST_AXES if (data := _panel(frame, col, settings, x))]
+    if not cells:
+        return None
+    words_ = words.metric(col)
+    fig, axes = panels(len(cells), ncols=len(cells), width=3.6, height=3.0, sharex=False,
+                       sharey=True)
+    fullest = max(range(len(cells)), key=lambda i: len(cells[i][1].parts))
+    valued = set(frame.loc[np.isfinite(pd.to_numeric(frame[col], errors="coerce")), "group"])
+    never = [g.label for g in groups if g.label not in valued]
+    missing = [f"{', '.join(never)}: no {words_.axis} in the traces"] if never else []
+    for i, (ax, (x, data)) in enumerate(zip(axes, cells)):
+        draw_curves(ax, data, True, palette, legend=i == fullest)
+        if col == "bias2":
+            ax.axhline(THRESHOLD, color="black", lw=0.8, ls="--")
+        _plain(ax)
+        label = replace(settings, x=x).x_label
+        ax.set_xlabel(label)
+        absent = [g.label for g in groups if g.label in valued and g.label not in data.parts]
+        if absent:
+            missing.append(f"{', '.join(absent)} against {label}: " + (
+                f"no {label}" if x == "n_grad" else "too few runs with a value"))
+    axes[0].set_ylabel(words_.axis)
+    fig.suptitle(f"{_capital(words_.title)} on {target}")
+    used = [replace(settings, x=x).x_label for x, _ in cells]
+    extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
+    absent = f" Not drawn: {'; '.join(missing)}." if missing else ""
+    caption = (f"{_capital(words_.title)} against {', '.join(used)} on {target}: median over "
+               f"seeds and {settings.band_text} band per configuration group (drawn where at "
+               f"least half of a group's runs have a value).{extra}{absent} Groups: "
+               f"{_group_text(groups)}." + _notes(results, target, groups, groups))
+    return Drawn(_stem(target, f"metric_{col}"), fig, caption, sections.ACCURACY,
+                 f"{target}: {words_.title}")
+
+
+def _diagnostic_figure(results: Results, settings: Settings, target: str,
+                       groups: list[Group], frame: pd.DataFrame, columns: list[str],
+                       palette: dict) -> Drawn | None:
+    """Every diagnostic column against iterations, one panel each, or None."""
+    cells = [(col, data) for col in columns
+             if (data := _panel(frame, col, settings, DIAGNOSTIC_AXIS))]
+    if not cells:
+        return None
+    ncols = min(4, len(cells))
+    fig, axes = panels(len(cells), ncols=ncols, width=3.2, height=2.5, sharex=True)
+    for ax, (col, data) in zip(axes, cells):
+        draw_curves(ax, data, True, palette, legend=False)
+        _plain(ax)
+        ax.set_title(words.title(col), fontsize="small")
+        ax.set_ylabel(words.metric(col).axis, fontsize="small")
+    for ax in axes[-ncols:]:  # the lowest panel of each column
+        ax.set_xlabel("iterations")
+        ax.tick_params(labelbottom=True)
+    handles = {}
+    for ax in axes:
+        for line in ax.get_lines():
+            handles.setdefault(line.get_label(), line)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+               ncols=min(4, len(handles)), fontsize="small", frameon=False)
+    fig.suptitle(f"Sampler diagnostics on {target}")
+    caption = (f"Sampler diagnostics on {target} against iterations, one panel each: "
+               f"{'; '.join(words.title(c) for c, _ in cells)}. Median over seeds and "
+               f"{settings.band_text} band per configuration group (drawn where at least half "
+               f"of a group's runs have a value). Groups: {_group_text(groups)}."
+               + _notes(results, target, groups, groups))
+    return Drawn(_stem(target, "metric_diagnostics"), fig, caption, sections.DIAGNOSTICS,
+                 f"{target}: sampler diagnostics")
+
+
 def metric_figures(results: Results, settings: Settings, target: str) -> list[Drawn]:
-    """Each metric column against each x axis (see the module docstring)."""
+    """The accuracy columns against cost, one figure each (b², KL, ESS first), then one
+    figure of every diagnostic column against iterations (see the module docstring)."""
     groups = _groups(results, target)
     frame = pd.concat([g.trace() for g in groups], ignore_index=True)
-    xs = x_axes(frame)
-    if not xs:
+    if not x_axes(frame):
         raise NotSupported(f"the traces on {target} have no positive x-axis values")
     palette = sampler_colours(results)
-    drawn = []
-    for col in metric_columns(frame):
-        fig, axes = panels(len(xs), ncols=len(xs), width=3.6, height=3.0, sharex=False,
-                            sharey=True)
-        used = []
-        for ax, x in zip(axes, xs):
-            try:
-                curves(ax, frame, col, "group", replace(settings, x=x), True, palette)
-            except NotSupported:
-                ax.set_visible(False)
-                continue
-            if col == "bias2":
-                ax.axhline(THRESHOLD, color="black", lw=0.8, ls="--")
-            ax.xaxis.set_minor_locator(NullLocator())  # log minor ticks: most of the
-            ax.yaxis.set_minor_locator(NullLocator())  # drawing time, little information
-            ax.set_xlabel(replace(settings, x=x).x_label)
-            used.append(replace(settings, x=x).x_label)
-        if not used:
-            continue
-        axes[0].set_ylabel(col)
-        fig.suptitle(f"{col} on {target}")
-        extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
-        caption = (f"{col} against {', '.join(used)} on {target}: median over seeds and "
-                   f"{settings.band_text} band per configuration group (drawn where at least "
-                   f"half of a group's runs have a value).{extra} Groups: "
-                   f"{_group_text(groups)}." + _notes(results, target, groups, groups))
-        drawn.append(Drawn(_stem(target, f"metric_{col}"), fig, caption, SECTION,
-                           f"{target}: {col}"))
+    columns = words.order(metric_columns(frame))
+    accuracy = [c for c in columns if words.metric(c).kind == words.ACCURACY]
+    drawn = [_accuracy_figure(results, settings, target, groups, frame, col, palette)
+             for col in accuracy]
+    drawn.append(_diagnostic_figure(results, settings, target, groups, frame,
+                                    [c for c in columns if c not in accuracy], palette))
+    drawn = [d for d in drawn if d is not None]
     if not drawn:
         raise NotSupported(f"no metric column with finite values on {target}")
     return drawn
@@ -299,7 +382,7 @@ def marginal_figures(results: Results, settings: Settings, target: str,
                    f"{truth_text}. Groups: {_group_text(shown)}."
                    + _notes(results, target, groups, shown))
         part = f"_{start // PER_FIGURE + 1}" if dim > PER_FIGURE else ""
-        drawn.append(Drawn(_stem(target, f"marginals{part}"), fig, caption, SECTION,
+        drawn.append(Drawn(_stem(target, f"marginals{part}"), fig, caption, sections.SAMPLES,
                            f"{target}: marginals {names[coords[0]]}–{names[coords[-1]]}"))
     return drawn
 
@@ -387,7 +470,7 @@ def pair_figures(results: Results, settings: Settings, target: str,
     caption = (f"Pairwise projections of the stored samples on {target} (up to {points:,} "
                f"points per group, pooled over seeds) over {background}.{which} Groups: "
                f"{_group_text(shown)}." + _notes(results, target, groups, shown))
-    return [Drawn(_stem(target, "pairs"), fig, caption, SECTION, f"{target}: pairs")]
+    return [Drawn(_stem(target, "pairs"), fig, caption, sections.SAMPLES, f"{target}: pairs")]
 
 
 def diagnostics_figure(results: Results, settings: Settings, target: str,
@@ -442,7 +525,7 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
                + ". Every iteration of the head of a run is recorded, later ones thinned "
                "evenly (diagnostics.parquet)." + _notes(results, target, groups,
                                                         [g for g, _, _ in shown]))
-    return [Drawn(_stem(target, "diagnostics"), fig, caption, SECTION,
+    return [Drawn(_stem(target, "diagnostics"), fig, caption, sections.DIAGNOSTICS,
                   f"{target}: diagnostics over iterations")]
 
 
