@@ -160,3 +160,21 @@ def test_overrides_that_name_existing_keys_pass_the_check():
     assert problem(["-m", "sampler=rw,am", "seed=0,1", "budget.seconds=1",
                     "hydra/launcher=joblib"]) is None
     assert problem(["experiment=paper_bimodal", "sampler=am", "sampler.step_size=1.0"]) is None
+
+
+def test_library_info_logs_stay_quiet_and_warnings_show(tmp_path):
+    """Hydra's default logging puts the root logger at INFO with a ``[HYDRA]`` prefix, which showed
+    arviz's import-time INFO lines on every nutpie run: only warnings of other libraries show."""
+    (tmp_path / "noisy.py").write_text(
+        "import logging\nfrom ckam_bench.targets.gaussians import gauss2d_corr\n\n\n"
+        "def make(**kwargs):\n    logging.getLogger('somelib').info('INFO-NOISE')\n"
+        "    logging.getLogger('somelib').warning('A-WARNING')\n    return gauss2d_corr()\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ckam_bench.cli", "sampler=rw", "target=gauss2d_corr",
+         "target._target_=noisy.make", "budget.max_iterations=1000", f"hydra.run.dir={tmp_path / 'r'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "INFO-NOISE" not in out and "[HYDRA]" not in out
+    assert "somelib: WARNING: A-WARNING" in proc.stderr
