@@ -5,3 +5,10 @@ from ckam_bench.config import register_resolvers
 __version__ = "0.1.0"
 
 register_resolvers()
+
+
+def run(*args, **kwargs):
+    """One run from Python, as the command line runs it: :func:`ckam_bench.api.run`."""
+    from ckam_bench.api import run as _run
+
+    return _run(*args, **kwargs)

@@ -172,7 +172,8 @@ def _labels(cfg: DictConfig) -> dict:
     }
 
 
-def _summary(status: dict, out_dir: str, latest: dict) -> str:
+def summary(status: dict, out_dir: str, latest: dict) -> str:
+    """The end-of-run line (state, flags, counts, folder) and its notes."""
     t = status["totals"]
     rate = t["iterations"] / t["sampler_seconds"] if t["sampler_seconds"] else float("nan")
     kl = f", KL {latest['kl']:.4g}" if "kl" in latest else ""
@@ -326,35 +327,28 @@ def _snapshot(cfg: DictConfig) -> dict:
     }
 
 
-@hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
-def _app(cfg: DictConfig) -> None:
-    global _COMPOSED
-    _COMPOSED = True
-    hc = HydraConfig.get()
-    out_dir = Path(hc.runtime.output_dir)
-    multirun = hc.mode == RunMode.MULTIRUN
-    try:
-        complete_target_dim(cfg)
-        check_config(cfg)  # before the labels read any value
-        runner = build(cfg, _labels(cfg), out_dir)
-        _check_unused_choices(runner, hc)
-        folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
-    except ConfigError as exc:
-        _undo_created(out_dir, multirun)
-        return _refuse(out_dir, f"invalid configuration: {exc}", multirun)
-    except rundir.FolderRefused as exc:
-        _undo_created(out_dir, multirun)
-        return _refuse(out_dir, f"refused: {exc}", multirun)
-    except rundir.FolderBusy as exc:
-        print(f"ckam-bench: skipped: {exc}", file=sys.stderr)
-        return
+def prepare(cfg: DictConfig, hc, out_dir: Path) -> tuple[Runner, rundir.RunFolder]:
+    """Validate and build a run from its composed config and claim its folder; raises
+    ConfigError, :class:`rundir.FolderRefused` or :class:`rundir.FolderBusy` with nothing on
+    disk changed (shared by the command line and :func:`ckam_bench.api.run`)."""
+    complete_target_dim(cfg)
+    check_config(cfg)  # before the labels read any value
+    runner = build(cfg, _labels(cfg), out_dir)
+    _check_unused_choices(runner, hc)
+    folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
+    return runner, folder
+
+
+def run_claimed(runner: Runner, folder: rundir.RunFolder, out_dir: Path) -> dict | None:
+    """Run (or resume) a claimed folder and release it; None when it was already complete.
+    Says on stderr what it resumes or restarts."""
     try:
         for note in folder.notes:
             print(f"ckam-bench: {note}", file=sys.stderr)
         if folder.state == "complete":
             print(f"ckam-bench: already complete for this config, skipped: {out_dir}",
                   file=sys.stderr)
-            return
+            return None
         note_sweep_job(out_dir, ran=True)
         if folder.state == "resume":
             r = folder.resume
@@ -367,6 +361,32 @@ def _app(cfg: DictConfig) -> None:
                       f"iterations are replaced): {out_dir}", file=sys.stderr)
         runner.folder = folder
         status = runner.run()
+    finally:
+        folder.release()
+    print(summary(status, out_dir, runner.latest), file=sys.stderr)
+    return status
+
+
+@hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
+def _app(cfg: DictConfig) -> None:
+    global _COMPOSED
+    _COMPOSED = True
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    try:
+        runner, folder = prepare(cfg, hc, out_dir)
+    except ConfigError as exc:
+        _undo_created(out_dir, multirun)
+        return _refuse(out_dir, f"invalid configuration: {exc}", multirun)
+    except rundir.FolderRefused as exc:
+        _undo_created(out_dir, multirun)
+        return _refuse(out_dir, f"refused: {exc}", multirun)
+    except rundir.FolderBusy as exc:
+        print(f"ckam-bench: skipped: {exc}", file=sys.stderr)
+        return
+    try:
+        status = run_claimed(runner, folder, out_dir)
     except OSError as exc:
         print(f"ckam-bench: cannot write the run folder {out_dir}: {exc}", file=sys.stderr)
         sys.exit(1)
@@ -377,10 +397,7 @@ def _app(cfg: DictConfig) -> None:
         if multirun:
             raise  # the launcher reports the failed job
         sys.exit(1)
-    finally:
-        folder.release()
-    print(_summary(status, out_dir, runner.latest), file=sys.stderr)
-    if status["state"] == "interrupted":
+    if status is not None and status["state"] == "interrupted":
         print(f"ckam-bench: resume it with: {resume_command(hc, out_dir)}", file=sys.stderr)
         sys.exit(130)
 

@@ -137,6 +137,21 @@ class _Progress:
         self.bar.close()
 
 
+def run_labels(sampler, target, given: dict | None = None) -> dict:
+    """The names a run's rows and status carry (:data:`ckam_bench.runstatus.LABELS`):
+    ``run_id`` (12 hex digits), ``sampler``, ``target``, ``kernel`` (``"none"`` without one) and
+    ``seed``; those not ``given`` come from the objects (class names, ``target.name``), the
+    seed from nothing (0). The command line gives the config names."""
+    import uuid
+
+    kernel = getattr(sampler, "kernel", None)
+    labels = {"run_id": uuid.uuid4().hex[:12], "sampler": type(sampler).__name__,
+              "target": getattr(target, "name", type(target).__name__),
+              "kernel": "none" if kernel is None else type(kernel).__name__, "seed": 0}
+    labels.update(given or {})
+    return labels
+
+
 class Runner:
     """Run one sampler on one target under a budget, writing its run folder.
 
@@ -150,7 +165,7 @@ class Runner:
     """
 
     def __init__(self, sampler, target, metrics: dict, budget: Budget, folder, rng,
-                 labels: dict, x0=None, checkpoints: np.ndarray | None = None,
+                 labels: dict | None = None, x0=None, checkpoints: np.ndarray | None = None,
                  progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
                  diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
                  max_overhead: float | None = 0.03, status_extra: dict | None = None,
@@ -158,7 +173,8 @@ class Runner:
         if checkpoint_unit not in UNITS:
             raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {checkpoint_unit!r}")
         self.sampler, self.target, self.metrics, self.budget = sampler, target, metrics, budget
-        self.folder, self.rng, self.labels, self.x0 = folder, rng, dict(labels), x0
+        self.folder, self.rng, self.x0 = folder, rng, x0
+        self.labels = run_labels(sampler, target, labels)
         self.threads = int(threads)
         self.thread_counts: dict = {}
         self.unit = checkpoint_unit

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from ckam_bench import jit, store
-from ckam_bench.cli import _summary
+from ckam_bench.cli import summary
 from ckam_bench.metrics.ess import BulkESS
 from ckam_bench.metrics.moments import MomentErrors
 from ckam_bench.report import aggregate, ranking
@@ -103,14 +103,14 @@ def test_status_and_end_line_flag_the_stuck_run(stuck_runs):
     assert "no move accepted in the last 3000 of 3000 iterations" in status["flag_notes"]["stuck"]
     stored = json.loads((folder / store.STATUS).read_text())
     assert stored["flags"] == status["flags"] and stored["flag_notes"] == status["flag_notes"]
-    line = _summary(status, str(folder), {})
+    line = summary(status, str(folder), {})
     first = line.splitlines()[0]
     assert first.startswith("complete (max_iterations) FLAGGED stuck, nonfinite_proposals: gadmala_fast")
     assert "\n  FLAGGED stuck: no move accepted" in line
     assert "\n  FLAGGED nonfinite_proposals: every proposal of the last 3000 iterations" in line
     healthy, _ = runs[("rw", 0)]
     assert healthy["flags"] == [] and healthy["flag_notes"] == {}
-    assert "FLAGGED" not in _summary(healthy, "x", {})
+    assert "FLAGGED" not in summary(healthy, "x", {})
 
 
 def test_python_loops_are_what_the_provenance_says(stuck_runs, tmp_path):
@@ -177,4 +177,4 @@ def test_a_nonfinite_state_is_flagged(tmp_path):
     status, _ = run_one(tmp_path, 0, _Drifting(step_size=0.5), target=gauss2d_corr(), iterations=2000)
     assert status["flags"] == ["stuck", "nonfinite_state"]  # log r = NaN rejects every move
     assert "not finite after iteration" in status["flag_notes"]["nonfinite_state"]
-    assert "FLAGGED nonfinite_state" in _summary(status, "x", {})
+    assert "FLAGGED nonfinite_state" in summary(status, "x", {})
