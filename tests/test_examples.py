@@ -21,7 +21,7 @@ PLUGIN = ROOT / "examples" / "plugin_package"
 CONF = PLUGIN / "my_plugin" / "conf"
 
 sys.path.insert(0, str(PLUGIN))
-from my_plugin import Banana3, Barker  # noqa: E402
+from my_plugin import AdaptiveBarker, Banana3, Barker  # noqa: E402
 
 
 def ckam_bench(*args, cwd):
@@ -31,7 +31,7 @@ def ckam_bench(*args, cwd):
                           text=True, timeout=600, env=env)
 
 
-@pytest.mark.parametrize("sampler", ["barker", "am", "nuts"])
+@pytest.mark.parametrize("sampler", ["barker", "adaptive_barker", "am", "nuts"])
 def test_own_target_and_sampler_run_from_the_command_line(tmp_path, sampler):
     run = tmp_path / "run"
     proc = ckam_bench(f"sampler={sampler}", "target=banana3", "budget.max_iterations=3000",
@@ -73,6 +73,21 @@ def test_banana3_closed_forms():
 def test_barker_keeps_the_banana_stationary():
     assert_stationary(lambda: Barker(step_size=0.9), Banana3(b=0.1, v=4.0), n_chains=100,
                       times=(200, 1000))
+
+
+def test_adaptive_barker_keeps_the_banana_stationary_and_adapts_in_burn_in_only():
+    """The adaptive example's contract: chains from exact draws stay π-distributed through and
+    after a burn-in that moves σ; burn-in states are not collected, σ is fixed afterwards."""
+    target = Banana3(b=0.1, v=4.0)
+    assert_stationary(lambda: AdaptiveBarker(step_size=3.0, burn_in=300), target, n_chains=100,
+                      times=(200, 1000))
+    sampler = AdaptiveBarker(step_size=3.0, burn_in=300)
+    state = sampler.init(target, None, np.random.default_rng(0))
+    state, block = sampler.advance(state, 1000)
+    assert block.samples.shape == (700, 3) and list(np.bincount(block.phase)) == [300, 700]
+    assert np.all(block.step_size[300:] == block.step_size[300]) and block.step_size[300] < 3.0
+    assert 0.4 < block.accepted[300:].mean() < 0.75
+    assert sampler.describe() == {"adaptation": "finite", "burn_in": 300}
 
 
 class _NoDensity(Target):

@@ -1,6 +1,7 @@
-"""An example plugin for ckam-bench: a target (:class:`Banana3`) and a sampler (:class:`Barker`)."""
+"""An example plugin for ckam-bench: a target (:class:`Banana3`) and two samplers (:class:`Barker`,
+and :class:`AdaptiveBarker`, the worked example of an adaptive sampler)."""
 
-from my_plugin.samplers import Barker
+from my_plugin.samplers import AdaptiveBarker, Barker
 from my_plugin.targets import Banana3
 
-__all__ = ["Barker", "Banana3"]
+__all__ = ["AdaptiveBarker", "Barker", "Banana3"]
