@@ -92,14 +92,14 @@ class Drawn:
 
     def save(self, out_dir: str | Path, formats: tuple[str, ...] = ("png",)) -> Rendered:
         """Write ``OUT_DIR/<stem>.<format>`` for each format, the titles first wrapped to fit
-        (:func:`fit_titles`) and the image cut to what is drawn, so no title is clipped."""
+        (:func:`fit_titles`), so no title is clipped."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         fit_titles(self.figure)
         paths = []
         for fmt in formats:
             path = out / f"{self.stem}.{fmt}"
-            self.figure.savefig(path, dpi=DPI, format=fmt, bbox_inches="tight", pad_inches=0.05)
+            self.figure.savefig(path, dpi=DPI, format=fmt)
             paths.append(path)
         return Rendered(None, paths, self.caption, self.section, self.title)
 
@@ -140,22 +140,34 @@ def _line_widths(text, renderer) -> list[float]:
     return widths
 
 
+def _titles(fig: Figure, renderer) -> list[tuple]:
+    """(text, the width in pixels it may take) of the figure's title and every visible axes'
+    titles, at the figure's current layout."""
+    out = []
+    title = getattr(fig, "_suptitle", None)
+    if title is not None and title.get_text():
+        out.append((title, 0.96 * fig.bbox.width))
+    for ax in fig.axes:
+        if ax.get_visible():
+            width = max(ax.get_window_extent(renderer).width, 0.2 * fig.bbox.width)
+            out += [(t, width) for t in (ax.title, ax._left_title, ax._right_title)
+                    if t.get_text()]
+    return out
+
+
 def fit_titles(fig: Figure) -> None:
     """Wrap the figure's title (``suptitle``) to the figure's width and each visible axes'
     titles to the axes' width, then lay the figure out again (a figure without a layout
-    engine with ``tight_layout``), so that no title runs past the edge of the figure."""
+    engine with ``tight_layout``), so that no title runs past the edge of the figure. A figure
+    whose titles are all well inside their room before layout is left as it is (no draw)."""
     renderer = _renderer(fig)
-    fig.draw_without_rendering()
+    if all(text.get_window_extent(renderer).width <= 0.8 * width
+           for text, width in _titles(fig, renderer)):
+        return
+    fig.draw_without_rendering()  # the laid-out axes widths
     changed = False
-    title = getattr(fig, "_suptitle", None)
-    if title is not None:
-        changed |= _wrap(title, 0.96 * fig.bbox.width, renderer)
-    for ax in fig.axes:
-        if not ax.get_visible():
-            continue
-        width = max(ax.get_window_extent(renderer).width, 0.2 * fig.bbox.width)
-        for text in (ax.title, ax._left_title, ax._right_title):
-            changed |= _wrap(text, width, renderer)
+    for text, width in _titles(fig, renderer):
+        changed |= _wrap(text, width, renderer)
     if changed and fig.get_layout_engine() is None:
         import warnings
 
