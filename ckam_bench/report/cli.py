@@ -6,9 +6,13 @@
         [--formats png,pdf] [--rank-by KEY] [--include-incomplete]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
-each requested paper figure the runs support (:mod:`ckam_bench.report.paper_ckam`), the generic
-figures of every target (:mod:`ckam_bench.report.generic`) and the figures of every source in
-:data:`FIGURE_SOURCES` (the others get a one-line note), writes the tables of
+the cKAM paper's figures (:mod:`ckam_bench.report.paper_ckam`; by default those the runs
+support when they hold the paper's samplers on its targets, else none and no note; with
+``--figures`` each one asked for, or a one-line note why not), the generic figures of every
+target (:mod:`ckam_bench.report.generic`) and the figures of every source in
+:data:`FIGURE_SOURCES` (a paper's source only when its runs are there,
+:data:`ckam_bench.report.sections.PAPERS`; a figure that cannot be drawn gets a one-line
+note), writes the tables of
 :data:`TABLE_SOURCES` (hyperparameters as run, results, the ranking per target) as markdown and
 LaTeX, ``OUT_DIR/report.md`` (PNGs by relative path) and the self-contained
 ``OUT_DIR/report.html`` (:mod:`ckam_bench.report.html`: figures embedded, sortable tables,
@@ -48,8 +52,8 @@ from pathlib import Path
 
 from ckam_bench.outputs import OutputFolder
 from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
-                               paper_kamh, posterior, posteriordb_suite, ranking, tables,
-                               validity)
+                               paper_kamh, posterior, posteriordb_suite, ranking, sections,
+                               tables, validity)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.rundir import FolderRefused
@@ -70,6 +74,10 @@ FIGURE_SOURCES["kamh"] = paper_kamh.figures  # Sejdinovic et al.: Figs 2, 4, 5
 TABLE_SOURCES["kamh"] = paper_kamh.tables  # Sejdinovic et al.: Figure 5 numbers
 TABLE_SOURCES["posteriordb"] = posteriordb_suite.tables  # the posteriordb suite's ranking
 TABLE_SOURCES["posterior"] = posterior.tables  # per variable, under the model's names
+TABLE_SECTIONS = {  # the report section of a source's tables (default: Tables)
+    **{name: paper.section for name, paper in sections.PAPERS.items()},
+    "ranking": sections.RANKING, "posteriordb": sections.RANKING,
+    "posterior": sections.POSTERIOR}
 
 
 def _int_list(text: str) -> list[int]:
@@ -140,9 +148,10 @@ def parser() -> argparse.ArgumentParser:
                     "ckam-bench runs.")
     p.add_argument("results", type=Path, help="folder holding run folders (searched recursively)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
-    p.add_argument("--figures", type=_int_list, default=sorted(paper_ckam.FIGURES),
-                   help="the cKAM paper's figures: comma-separated numbers (1-14), 'all' "
-                        "(default) or 'none'")
+    p.add_argument("--figures", type=_int_list, default=None,
+                   help="the cKAM paper's figures: comma-separated numbers (1-14), 'all' or "
+                        "'none' (default: those the runs support when they include the "
+                        "paper's samplers on its targets, else none)")
     p.add_argument("--generic", type=_generic, default=list(generic.GENERIC),
                    help="figures for every target: comma-separated among "
                         f"{', '.join(generic.GENERIC)}, 'all' (default) or 'none'")
@@ -185,14 +194,19 @@ def _one_line(exc: Exception) -> str:
 
 
 def build_report(results: Results, out: Path, settings: Settings = Settings(),
-                 paper: list[int] = (), kinds: list[str] = tuple(generic.GENERIC),
+                 paper: list[int] | None = (), kinds: list[str] = tuple(generic.GENERIC),
                  formats: tuple[str, ...] = ("png",), log=print) -> Report:
     """Render figures and tables from ``results`` into ``out`` and write both reports.
 
-    ``paper``: the paper's figure numbers; ``kinds``: the generic figures (names of
+    ``paper``: the cKAM paper's figure numbers (each drawn or noted as not supported), None
+    for those the runs support (:func:`ckam_bench.report.paper_ckam.supported`: none unless
+    the paper's samplers ran on its targets, so a user who ran none of them reads no
+    "figure N: skipped" line); ``kinds``: the generic figures (names of
     :data:`ckam_bench.report.generic.GENERIC`) drawn for every target; every source of
-    :data:`FIGURE_SOURCES` and :data:`TABLE_SOURCES` is used. ``log`` gets one line per
-    figure, table and note. A figure that fails is noted, never fatal.
+    :data:`FIGURE_SOURCES` and :data:`TABLE_SOURCES` is used, except a paper's
+    (:data:`ckam_bench.report.sections.PAPERS`, by source name) when none of its runs are
+    there. ``log`` gets one line per figure, table and note. A figure that fails is noted,
+    never fatal.
     """
     folder = out if isinstance(out, OutputFolder) else OutputFolder.inspect(
         out, COMMAND, results_identity(results))
@@ -224,6 +238,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
         report.notes.append((name, why))
         log(f"{name[0].lower()}{name[1:]}: skipped ({why})")
 
+    if paper is None:  # the cKAM paper's figures the runs support, silently none without it
+        paper = paper_ckam.supported(results)
     for number in paper:
         try:
             fig = paper_ckam.render(number, results, out, settings, formats)
@@ -237,7 +253,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
         log(f"figure {number}: " + ", ".join(str(p) for p in fig.paths))
     sources = {f"{target}: {kind}": (lambda r, s, t=target, k=kind: generic.GENERIC[k](r, s, t))
                for target in results.targets for kind in kinds}
-    sources.update(FIGURE_SOURCES)
+    sources.update({name: source for name, source in FIGURE_SOURCES.items()
+                    if name not in sections.PAPERS or sections.PAPERS[name].present(results)})
     for name, source in sources.items():
         try:
             drawn = source(results, settings)
@@ -252,6 +269,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
             report.rendered.append(fig)
             log(f"figure {fig.title}: {fig.paths[0]}")
     for name, source in TABLE_SOURCES.items():
+        if name in sections.PAPERS and not sections.PAPERS[name].present(results):
+            continue  # a paper none of whose runs are here: no section, no note
         try:
             made = (source(results, settings) if getattr(source, "wants_settings", False)
                     else source(results))
@@ -259,6 +278,8 @@ def _render(results, out, settings, paper, kinds, formats, log) -> Report:
             note(f"tables {name}", _one_line(exc))
             continue
         for table in made:
+            if not table.section:
+                table.section = TABLE_SECTIONS.get(name, "")
             table.write(out)
             (report.rankings if name == "ranking" else report.tables).append(table)
             log(f"table: {out / table.stem}.md, .tex")
@@ -334,18 +355,43 @@ def main(argv: list[str] | None = None) -> int:
 def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
                  written: list, settings: Settings,
                  checks: validity.ValiditySection | None = None) -> Path:
-    """Write ``OUT_DIR/report.md`` (figures by relative path, tables inline, the Validity
-    section when ``checks`` holds stored stationarity checks, skip notes)."""
+    """Write ``OUT_DIR/report.md`` in the order of ``report.html``
+    (:mod:`ckam_bench.report.sections`): the ranking, then each section's figures (by relative
+    path) and tables, the other tables, the configuration groups, the Validity section when
+    ``checks`` holds stored stationarity checks, and what was skipped."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# ckam-bench report", "",
              f"Runs from `{results.root}`: {len(results.runs)} used, "
              f"{len(results.skipped)} skipped or partly used. x-axis: {settings.x_label}; "
              f"bands: {settings.band_text} over seeds. The self-contained version of this "
-             "report (figures embedded, sortable tables, run inventory) is report.html.", "",
-             "## Runs", "", "One row per configuration group (full configuration, each seed "
-             "once).", "", "| target | sampler | kernel | runs | seeds | states |",
-             "|---|---|---|---|---|---|"]
+             "report (figures embedded, sortable tables, run inventory) is report.html.", ""]
+    rankings = [t for t in written if t.section == sections.RANKING
+                and t.stem.startswith("ranking_")]
+    layout = html.report_sections(rendered, [t for t in written if t not in rankings])
+    lines += [f"## {sections.RANKING}", ""]
+    for table in rankings:
+        lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
+    if not rankings:
+        lines += ["No ranking.", ""]
+    for section, (figures, tables_) in layout.items():
+        if section != sections.RANKING:
+            lines += [f"## {section}", ""]
+        for fig in figures:
+            names = {p.suffix[1:]: os.path.relpath(p, out) for p in fig.paths}
+            title = f"Figure {fig.number}" if fig.number is not None else fig.title
+            if "png" in names:
+                lines.append(f"![{title}]({names['png']})")
+                lines.append("")
+            links = " · ".join(f"[{fmt.upper()}]({path})" for fmt, path in names.items())
+            lines += [f"*{title}. {fig.caption}* ({links})", ""]
+        for table in tables_:
+            lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
+    if not rendered:
+        lines += ["No figure could be rendered from these runs.", ""]
+    lines += ["## Runs", "", "One row per configuration group (full configuration, each seed "
+              "once).", "", "| target | sampler | kernel | runs | seeds | states |",
+              "|---|---|---|---|---|---|"]
     for group in results.groups():
         runs = group.runs + [d for d, _ in group.duplicates]
         seeds = ", ".join(str(s) for s in group.seeds)
@@ -353,20 +399,7 @@ def write_report(out_dir: Path, results: Results, rendered: list, notes: list,
         states = ", ".join(f"{k} {v}" for k, v in sorted(Counter(r.state for r in runs).items()))
         lines.append(f"| {group.target} | {group.label} | {group.kernel} | {len(runs)} | "
                      f"{seeds}{dup} | {states} |")
-    lines += ["", "## Figures", ""]
-    for fig in rendered:
-        names = {p.suffix[1:]: os.path.relpath(p, out) for p in fig.paths}
-        title = f"Figure {fig.number}" if fig.number is not None else fig.title
-        if "png" in names:
-            lines.append(f"![{title}]({names['png']})")
-            lines.append("")
-        links = " · ".join(f"[{fmt.upper()}]({path})" for fmt, path in names.items())
-        lines += [f"*{title}. {fig.caption}* ({links})", ""]
-    if not rendered:
-        lines += ["No figure could be rendered from these runs.", ""]
-    lines += ["## Tables", ""]
-    for table in written:
-        lines += [table.markdown(), f"(LaTeX: [{table.stem}.tex]({table.stem}.tex))", ""]
+    lines.append("")
     if checks is not None:
         lines += checks.markdown(out)
     if notes:

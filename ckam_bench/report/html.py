@@ -2,14 +2,21 @@
 
 One file that opens from disk in any browser with no server and no network: every figure is
 embedded as a ``data:image/png;base64`` URI, the style sheet and the table-sorting script are
-inline (plain JavaScript, no library), nothing is fetched. Sections:
+inline (plain JavaScript, no library), nothing is fetched. Sections, in the order a reader
+needs them (:mod:`ckam_bench.report.sections`; ``report.md`` follows the same order):
 
-* the ranking table of each target (:mod:`ckam_bench.report.ranking`);
+* a header: the runs, and one line per target (its dimension, or a PyMC model's variables by
+  name, and its configuration groups);
+* the ranking table of each target (:mod:`ckam_bench.report.ranking`; a value's 10–90 %
+  range in small print under it) and the posteriordb suite's tables — on the first screen;
+* accuracy against cost: b², KL, ESS, … against sampler seconds, density and gradient
+  evaluations (:mod:`ckam_bench.report.generic`);
 * the posterior per variable of each target, under the model's names, one block per sampler
   (:mod:`ckam_bench.report.posterior`);
-* the figures, by section (the paper's figures, then the generic figures of each target),
-  each with its caption;
-* the other tables (hyperparameters as run, results);
+* the samples: marginals and pairwise projections;
+* one section per paper whose runs are there (its figures, then its tables);
+* diagnostics: acceptance, step size, iterations per second, … and the per-iteration traces;
+* the other tables (results; a table of a source with no section);
 * validity: the stationarity checks stored under the results folder (``ckam-bench-check``
   outputs: a summary naming each failed check, the drift figures, the verdict table and each
   check's own figure), the runs the runner flagged (stuck chain, non-finite proposals or state; ⚠, also
@@ -23,7 +30,8 @@ inline (plain JavaScript, no library), nothing is fetched. Sections:
   version, git commit, compiled or Python loops, host, folder), whether it was used or left
   out as a duplicate seed, and per group the full configuration and the provenance of
   ``status.json`` (package versions, CPU, platform, load) in a collapsible block;
-* what was not used: skipped runs and figures that were not rendered, with the reason.
+* what was not used: skipped runs and figures that were not rendered, with the reason (a
+  paper's figures are not attempted, and so not listed, when none of its runs are there).
 
 Every table with class ``sortable`` sorts on a click on a column header (numbers by value,
 using the cell's ``data-sort`` when present, text otherwise; a second click reverses).
@@ -37,9 +45,10 @@ import hashlib
 import html
 import json
 import math
+import re
 from pathlib import Path
 
-from ckam_bench.report import ranking
+from ckam_bench.report import ranking, sections
 from ckam_bench.report.aggregate import FLAG_MARK, Results
 from ckam_bench.report.drawing import Rendered
 
@@ -57,7 +66,9 @@ figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#444;margin-top:.4em}
 .note{font-size:.85em;color:#555;margin:.1em 0}.warn{color:#a40000}
 tr.left-out td{color:#888}details{margin:.3em 0}pre{font-size:.8em;white-space:pre-wrap}
-nav ul{columns:3;font-size:.9em}code{font-size:.9em}.scroll{overflow-x:auto}
+nav ul{display:flex;flex-wrap:wrap;gap:.2em 1.2em;list-style:none;padding:0;margin:.4em 0;
+font-size:.9em}code{font-size:.9em}.scroll{overflow-x:auto}
+td .range{display:block;font-size:.8em;color:#666}
 """
 
 SORT_JS = """
@@ -119,6 +130,19 @@ def _anchor(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")
 
 
+_NUMBER = re.compile(r"^[≤≥]?\s?[-+]?(∞|[\d,]*\.?\d+(e[-+]?\d+)?)$")
+
+
+def _cell(text) -> str:
+    """A table cell; a value with its range (``0.0012 [0.0011, 0.0014]``) gets the range on a
+    line of its own in small print, so the medians read as one column."""
+    text = str(text)
+    value, sep, rest = text.partition(" [")
+    if sep and rest.endswith("]") and _NUMBER.match(value):
+        return f'{esc(value)} <span class="range">[{esc(rest)}</span>'
+    return esc(text)
+
+
 def table_html(table, table_id: str | None = None) -> str:
     """A :class:`~ckam_bench.report.tables.Table` as a sortable HTML table with its notes."""
     ident = f' id="{esc(table_id)}"' if table_id else ""
@@ -133,7 +157,7 @@ def table_html(table, table_id: str | None = None) -> str:
             attr = ""
             if key is not None and not (isinstance(key, float) and math.isnan(key)):
                 attr = f' data-sort="{"inf" if math.isinf(key) else repr(float(key))}"'
-            cells.append(f"<td{attr}>{esc(cell)}</td>")
+            cells.append(f"<td{attr}>{_cell(cell)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     out += [f'<p class="note">{esc(note)}.</p>' for note in table.notes]
@@ -229,6 +253,54 @@ def _checks_html(checks) -> list[str]:
     return parts
 
 
+def table_section(table) -> str:
+    """The report section of a table: its own, else Posterior for a posterior table, else
+    Tables."""
+    if table.section:
+        return table.section
+    return sections.POSTERIOR if table.stem.startswith("posterior_") else sections.TABLES
+
+
+def report_sections(rendered: list, tables: list) -> dict[str, tuple[list, list]]:
+    """Section → (its figures, its tables), in the report's order
+    (:func:`ckam_bench.report.sections.ordered`); the Ranking section's own ranking tables
+    are not among ``tables``. Shared by ``report.html`` and ``report.md``."""
+    found = [f.section for f in rendered] + [table_section(t) for t in tables]
+    return {section: ([f for f in rendered if f.section == section],
+                      [t for t in tables if table_section(t) == section])
+            for section in sections.ordered(found)}
+
+
+def _variables(groups) -> str:
+    """The model's variables of a PyMC target, vectors once: ``mu, tau, theta[0…7]``."""
+    from ckam_bench.report.generic import model_columns
+
+    try:
+        columns = model_columns(groups)
+    except Exception:  # unreadable samples: the line just names the target
+        return ""
+    names: dict[str, list[str]] = {}
+    for column in columns:
+        names.setdefault(column.split("[")[0], []).append(column)
+    return ", ".join(cols[0] if len(cols) == 1 else f"{cols[0]}…{cols[-1]}"
+                     for cols in names.values())
+
+
+def _targets_line(results: Results) -> str:
+    """One line naming each target, its dimension and a PyMC model's variables."""
+    items = []
+    for target in results.targets:
+        groups = results.groups(target)
+        dim = groups[0].runs[0].status.get("dim") if groups else None
+        variables = _variables(groups)
+        what = (f"variables {variables}" if variables else
+                f"{dim} dimension{'s' * (dim != 1)}" if isinstance(dim, int) else "")
+        samplers = ", ".join(g.label for g in groups)
+        items.append(f"<b>{esc(target)}</b> ({esc(what + '; ' if what else '')}"
+                     f"{esc(samplers)})")
+    return f'<p class="note">Targets: {"; ".join(items)}.</p>' if items else ""
+
+
 def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tables: list,
                rankings: list, settings, checks=None) -> Path:
     """Write ``OUT_DIR/report.html`` (see the module docstring); returns its path.
@@ -238,29 +310,25 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     out.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     groups = results.groups()
+    paper_x = (f" x-axis of the paper figures: {esc(settings.x_label)}."
+               if any(f.number is not None for f in rendered) else "")
     parts = [f"<h1>ckam-bench report</h1><p>Runs from <code>{esc(results.root)}</code>: "
-             f"{len(results.runs)} loaded in {len(groups)} configuration groups on "
-             f"{len(results.targets)} target(s), {len(results.skipped)} skipped or partly "
-             f"used. x-axis of the paper figures: {esc(settings.x_label)}; bands: "
-             f"{esc(settings.band_text)} over seeds. Generated {now}.</p>"]
-    sections = list(dict.fromkeys(f.section for f in rendered))
-    posterior = [t for t in tables if t.stem.startswith("posterior_")]
-    tables = [t for t in tables if not t.stem.startswith("posterior_")]
-    toc = ["Ranking", *(["Posterior"] if posterior else []), *sections, "Tables", "Validity",
-           "Run inventory", "Not used"]
+             f"{len(results.runs)} loaded in {len(groups)} configuration groups, "
+             f"{len(results.skipped)} skipped or partly used. Bands: {esc(settings.band_text)} "
+             f"over seeds.{paper_x} Generated {now}.</p>", _targets_line(results)]
+    layout = report_sections(rendered, tables)
+    toc = [sections.RANKING, *(s for s in layout if s != sections.RANKING),
+           sections.VALIDITY, sections.INVENTORY, sections.NOT_USED]
     parts.append("<nav><ul>" + "".join(f'<li><a href="#{_anchor(t)}">{esc(t)}</a></li>'
                                        for t in toc) + "</ul></nav>")
-    parts.append(f'<h2 id="{_anchor("Ranking")}">Ranking</h2>')
+    parts.append(f'<h2 id="{_anchor(sections.RANKING)}">{sections.RANKING}</h2>')
     parts += [table_html(t, t.stem) for t in rankings] or ["<p>No ranking.</p>"]
-    if posterior:  # per variable, under the model's names (ckam_bench.report.posterior)
-        parts.append(f'<h2 id="{_anchor("Posterior")}">Posterior</h2>')
-        parts += [table_html(t, t.stem) for t in posterior]
-    for section in sections:
-        parts.append(f'<h2 id="{_anchor(section)}">{esc(section)}</h2>')
-        parts += [_figure_html(f) for f in rendered if f.section == section]
-    parts.append(f'<h2 id="{_anchor("Tables")}">Tables</h2>')
-    parts += [table_html(t, t.stem) for t in tables]
-    parts.append(f'<h2 id="{_anchor("Validity")}">Validity</h2>')
+    for section, (figures, section_tables) in layout.items():
+        if section != sections.RANKING:
+            parts.append(f'<h2 id="{_anchor(section)}">{esc(section)}</h2>')
+        parts += [_figure_html(f) for f in figures]
+        parts += [table_html(t, t.stem) for t in section_tables]
+    parts.append(f'<h2 id="{_anchor(sections.VALIDITY)}">{sections.VALIDITY}</h2>')
     parts += _checks_html(checks)
     invalid = [g for g in groups if g.non_diminishing]
     if invalid:
@@ -298,9 +366,9 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     if unknown:
         parts.append(f'<p class="note">Kind of adaptation not recorded for: '
                      f"{esc(', '.join(unknown))}.</p>")
-    parts.append(f'<h2 id="{_anchor("Run inventory")}">Run inventory</h2>')
+    parts.append(f'<h2 id="{_anchor(sections.INVENTORY)}">{sections.INVENTORY}</h2>')
     parts.append(_inventory(results))
-    parts.append(f'<h2 id="{_anchor("Not used")}">Not used</h2>')
+    parts.append(f'<h2 id="{_anchor(sections.NOT_USED)}">{sections.NOT_USED}</h2>')
     if results.skipped:
         parts.append("<h3>Skipped runs</h3><ul>" + "".join(
             f"<li><code>{esc(s.path)}</code>: {esc(s.reason)}</li>" for s in results.skipped)

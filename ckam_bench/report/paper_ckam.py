@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ckam_bench.report import validity
+from ckam_bench.report import sections, validity
 from ckam_bench.report.aggregate import Group, Results, StoredRun, sampler_order
 from ckam_bench.report.drawing import (KERNEL_COLOURS, Drawn, NotSupported, Rendered, Settings,
                                        built_target, colour, curves, label_colour, new_figure,
@@ -462,6 +462,7 @@ def _try_target(by_sampler: dict[str, list[StoredRun]]):
 
 
 # ---------------------------------------------------------------------------- registry
+SECTION = sections.PAPERS["ckam"].section
 @dataclass(frozen=True)
 class FigureSpec:
     """A paper figure: its number, file stem and drawing function (with fixed arguments)."""
@@ -505,6 +506,15 @@ def render(number: int, results: Results, out_dir: str | Path, settings: Setting
     """
     spec = FIGURES[number]
     fig, caption = spec(results, settings)
-    saved = Drawn(spec.stem, fig, caption, "Paper figures", f"Figure {number}").save(
-        out_dir, formats)
+    saved = Drawn(spec.stem, fig, caption, SECTION, f"Figure {number}").save(out_dir, formats)
     return Rendered(number, saved.paths, caption, saved.section, saved.title)
+
+
+def supported(results: Results) -> list[int]:
+    """The figures worth drawing for ``results``: none unless the paper is in the runs
+    (:data:`ckam_bench.report.sections.PAPERS`: a cKAM-paper sampler on one of its targets, or
+    one of its presets), then every figure on a target with such a run (Fig. 1 on any)."""
+    paper = sections.PAPERS["ckam"]
+    targets = set(paper.targets_used(results))
+    return [n for n, spec in sorted(FIGURES.items())
+            if targets and dict(spec.kwargs).get("target", next(iter(targets))) in targets]

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ckam_bench.report import sections
 from ckam_bench.report.aggregate import Results, StoredRun, final_rows, sampler_order
 from ckam_bench.report.drawing import Drawn, run_colour
 from ckam_bench.report.tables import NA, Table, mean_sd, statistic
@@ -179,17 +180,19 @@ def figure_traces(results: Results, target: str = "basis4"):
     return fig, caption
 
 
-SECTION = "Divergence-minimisation paper (Dharamshi, Ngo & Rosenthal)"
+SECTION = sections.PAPERS["divergence"].section
 
 
 def tables(results: Results) -> list[Table]:
     """Tables 1–4 for the paper's targets present in ``results``."""
-    return [divergence_table(results, t) for t in PAPER_TABLES if results.select(target=t)]
+    used = sections.PAPERS["divergence"].targets_used(results)
+    return [divergence_table(results, t) for t in PAPER_TABLES if t in used]
 
 
 def figures(results: Results, settings=None) -> list[Drawn]:
     """Scatter figures (Figs 7, 8, 12) and the basis4 trace plot (Fig. 9) the runs support."""
-    targets = [t for t in PAPER_TABLES if results.select(target=t)]
+    used = sections.PAPERS["divergence"].targets_used(results)
+    targets = [t for t in PAPER_TABLES if t in used]
     drawings = [(f"dm_scatter_{t}", f"Fig. {SCATTER_FIGURES[t]}: {t}",
                  lambda t=t: figure_scatter(results, t)) for t in targets if t in SCATTER_FIGURES]
     if "basis4" in targets:

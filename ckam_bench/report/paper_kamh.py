@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ckam_bench.report import sections
 from ckam_bench.report.aggregate import Results, StoredRun
 from ckam_bench.report.drawing import Drawn, run_colour
 from ckam_bench.report.tables import Table
@@ -33,7 +34,7 @@ from ckam_bench.report.tables import Table
 LABELS = {"rw": "SM", "am": "AM-FS", "gam": "AM-LS", "kamh": "KAMH-LS"}
 ORDER = ["SM", "AM-FS", "AM-LS", "KAMH-LS"]
 FIG5_TARGETS = ("banana_moderate", "banana_strong", "flower")
-SECTION = "Kernel adaptive Metropolis-Hastings (Sejdinovic et al.)"
+SECTION = sections.PAPERS["kamh"].section
 LEVELS = np.arange(1, 10) / 10.0
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ckam_bench.report import sections
 from ckam_bench.report.aggregate import Results, StoredRun, final_rows, grouping_notes
 
 PAPER_TABLES = {"bimodal": 1, "gmm2d": 2, "gmm32": 3}
@@ -66,6 +67,7 @@ class Table:
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     sort_keys: list[list[float | None]] | None = None
+    section: str = ""  # the report section it is shown in ("": Tables)
 
     def markdown(self) -> str:
         lines = [f"**{self.title}**", "",
@@ -281,7 +283,15 @@ def results_table(results: Results, target: str) -> Table:
 
 
 def all_tables(results: Results) -> list[Table]:
-    """Hyperparameter tables (paper targets first, in table order) and results tables."""
+    """Hyperparameter tables (paper targets first, in table order) and results tables.
+
+    The hyperparameter table has the cKAM paper's columns (RM rates, cycle, subsample, kernel,
+    noise): it is made for a target with a run of one of that paper's samplers or presets
+    (:data:`ckam_bench.report.sections.PAPERS`) and shown in the paper's section; a target run
+    only with other samplers gets none (its settings are in the run inventory)."""
     targets = sorted(results.targets, key=lambda t: (PAPER_TABLES.get(t, 99), t))
-    return ([hyperparameter_table(results, t) for t in targets]
-            + [results_table(results, t) for t in targets])
+    paper = sections.PAPERS["ckam"]
+    used = set(paper.targets_used(results))
+    hyper = [replace(hyperparameter_table(results, t), section=paper.section)
+             for t in targets if t in used]
+    return hyper + [results_table(results, t) for t in targets]

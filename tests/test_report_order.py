@@ -1,0 +1,89 @@
+"""The report in the order a reader needs it (issue 30 §3): the ranking first, then accuracy
+against cost, the posterior and the samples, the papers' sections only when their runs are
+there, the diagnostics after, then tables, validity, inventory; the same order in report.md."""
+
+from __future__ import annotations
+
+import re
+
+from ckam_bench.report import aggregate as agg
+from ckam_bench.report import paper_ckam, paper_gradient, sections, tables
+from ckam_bench.report.cli import main as figures_main
+from tests.test_report import make_run
+
+NUTS = {"_target_": "ckam_bench.samplers.nuts.NUTS", "target_accept": 0.8}
+
+
+def _user_runs(root, paper_target: bool = True):
+    """What a user runs: generic samplers (NUTS among them) on their own target and (with
+    ``paper_target``) on one of the cKAM paper's targets, none of the papers' own samplers."""
+    for seed in (0, 1):
+        for sampler in ("rw", "am"):
+            make_run(root, "banana", sampler, seed=seed, n_samples=100, n_diag=100)
+        make_run(root, "banana", "nuts", seed=seed, n_samples=100, n_diag=100,
+                 sampler_node=NUTS)
+        if paper_target:
+            make_run(root, "bimodal", "rw", seed=seed, n_samples=100, n_diag=100)
+    return root
+
+
+def test_sections_in_the_readers_order_and_no_paper_for_a_user(tmp_path, capsys):
+    root = _user_runs(tmp_path / "runs", paper_target=False)
+    out = tmp_path / "out"
+    assert figures_main([str(root), "--out", str(out), "--generic", "metrics",
+                         "--formats", "png"]) == 0
+    printed = capsys.readouterr().out
+    assert not re.search(r"figure \d+: skipped", printed), printed
+    page = (out / "report.html").read_text()
+    body = page.split("</nav>")[1]
+    headings = re.findall(r"<h2 id=\"[^\"]*\">([^<]*)</h2>", body)
+    assert headings == [sections.RANKING, sections.ACCURACY, sections.POSTERIOR,
+                        sections.DIAGNOSTICS, sections.TABLES, sections.VALIDITY,
+                        sections.INVENTORY, sections.NOT_USED]
+    for paper in sections.PAPERS.values():
+        assert paper.section not in page
+    assert "Figure 3" not in page and not list(out.glob("fig*.png"))
+    assert not list(out.glob("gad_*")) and not list(out.glob("*hyperparameters*"))
+    accuracy = body.split(sections.ACCURACY)[1].split(f">{sections.POSTERIOR}<")[0]
+    titles = re.findall(r"<figcaption><b>([^<]*)\.</b>", accuracy)
+    assert titles[:2] == ["banana: symmetric KL divergence to the target",  # (no b² here)
+                          "banana: effective sample size (min over coordinates)"]
+    diagnostics = body.split(f">{sections.DIAGNOSTICS}<")[1].split(f">{sections.TABLES}<")[0]
+    assert "banana: sampler diagnostics" in diagnostics
+    assert "iterations per second of sampler time" in diagnostics
+    md = (out / "report.md").read_text()
+    order = [md.index(f"## {name}\n") for name in (
+        sections.RANKING, sections.ACCURACY, sections.POSTERIOR, sections.DIAGNOSTICS,
+        sections.TABLES, "Runs")]
+    assert order == sorted(order)
+    assert "ranking_banana.tex" in md.split(f"## {sections.ACCURACY}")[0]
+    assert "Figure 9" not in md
+
+
+def test_a_paper_is_present_only_with_its_samplers_on_its_targets(tmp_path):
+    user = agg.load_results(_user_runs(tmp_path / "user"))
+    assert not any(paper.present(user) for paper in sections.PAPERS.values())
+    assert paper_ckam.supported(user) == []
+    assert paper_gradient.tables(user) == [] and paper_gradient.figures(user) == []
+    assert sorted(t.stem for t in tables.all_tables(user)) == ["results_banana",
+                                                                "results_bimodal"]
+    for seed in (0, 1):
+        make_run(tmp_path / "paper", "bimodal", "ckam", seed=seed, n_samples=100, n_diag=100)
+        make_run(tmp_path / "paper", "bimodal", "rw", seed=seed, n_samples=100, n_diag=100)
+        make_run(tmp_path / "paper", "banana", "rw", seed=seed, n_samples=100, n_diag=100)
+    paper = agg.load_results(tmp_path / "paper")
+    assert sections.PAPERS["ckam"].present(paper)
+    assert sections.PAPERS["ckam"].targets_used(paper) == ["bimodal"]
+    assert paper_ckam.supported(paper) == [1, 2, 3, 4, 10, 11, 12, 13]  # bimodal's, and Fig. 1
+    made = tables.all_tables(paper)
+    hyper = [t for t in made if "hyperparameters" in t.stem]
+    assert [t.stem for t in hyper] == ["table1_hyperparameters_bimodal"]
+    assert hyper[0].section == sections.PAPERS["ckam"].section
+
+
+def test_sections_order_puts_unknown_sections_after_the_papers():
+    found = [sections.DIAGNOSTICS, "A plugin's figures", sections.PAPERS["kamh"].section,
+             sections.ACCURACY, sections.TABLES, sections.RANKING]
+    assert sections.ordered(found) == [sections.RANKING, sections.ACCURACY,
+                                       sections.PAPERS["kamh"].section, "A plugin's figures",
+                                       sections.DIAGNOSTICS, sections.TABLES]
