@@ -146,7 +146,7 @@ class _JaxPeer(Sampler):
     def skip(self, target: Target) -> tuple[bool, str]:
         if not target.has_jax_density:
             return True, (f"{self.name} needs a JAX log density; target {target.name!r} has none "
-                          f"(ckam_bench.targets.jax_densities)")
+                          f"(Target.jax_log_density)")
         return False, ""
 
     def _settings(self) -> tuple:  # pragma: no cover - abstract

@@ -81,6 +81,12 @@ class Banana(Target):
     name : short name (the YAML name).
     """
 
+    def jax_log_density(self):
+        """This density in JAX for the peer samplers (:func:`.jax_densities.banana`)."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.banana(self)
+
     def __init__(self, dim: int = 8, b: float = 0.03, v: float = 100.0, start=None, box=None,
                  name: str = "banana"):
         dim = int(dim)

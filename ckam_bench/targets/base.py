@@ -123,17 +123,13 @@ class Target:
     @property
     def has_jax_density(self) -> bool:
         """Whether :meth:`jax_log_density` gives a function (checked without importing JAX)."""
-        from ckam_bench.targets import jax_densities
-
-        return type(self).jax_log_density is not Target.jax_log_density or jax_densities.has_density(self)
+        return type(self).jax_log_density is not Target.jax_log_density
 
     def jax_log_density(self):
         """A pure JAX function ``x -> log π(x)`` (float64) for the peer samplers
-        (:mod:`ckam_bench.samplers.peers`), or None. The default looks the target's class up in
-        :mod:`ckam_bench.targets.jax_densities`; a target class may override it."""
-        from ckam_bench.targets import jax_densities
-
-        return jax_densities.for_target(self)
+        (:mod:`ckam_bench.samplers.peers`), or None (the default). The built-in targets build
+        theirs with :mod:`ckam_bench.targets.jax_densities`; a user's target may override it."""
+        return None
 
     @property
     def has_exact_sampler(self) -> bool:

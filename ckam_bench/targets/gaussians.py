@@ -148,6 +148,12 @@ class Gaussian(Target):
     name : short name (the YAML name).
     """
 
+    def jax_log_density(self):
+        """This density in JAX for the peer samplers (:func:`.jax_densities.gaussian`)."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.gaussian(self)
+
     def __init__(self, mean, cov, dim: int, start=None, box=None, name: str = "gaussian"):
         dim = int(dim)
         if dim < 1:

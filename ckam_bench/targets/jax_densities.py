@@ -2,10 +2,10 @@ r"""JAX log densities of the built-in targets, for the peer samplers (:mod:`ckam
 
 Each function takes a target instance and returns a pure JAX function ``f(x) -> log π(x)``
 (float64, the same formula as the target's ``_log_density``; the peers differentiate it with
-``jax.grad``). :func:`for_target` finds the function of a target's class (or of its nearest
-registered base class); a target whose class is not registered has none, and the peers decline
-it with one line. ``tests/samplers/test_peers.py`` checks every function and its gradient
-against the target's numpy density and gradient (within 1e-10).
+``jax.grad``). Each target class's ``jax_log_density`` calls its function here (this module
+imports no target: the targets depend on it, not the other way round); a target without one
+has none, and the peers decline it with one line. ``tests/samplers/test_peers.py`` checks every
+function and its gradient against the target's numpy density and gradient (within 1e-10).
 
 JAX is imported only when a function is built (JAX is the optional ``peers`` extra), and
 switched to float64 (``jax_enable_x64``) then.
@@ -23,11 +23,18 @@ switched to float64 (``jax_enable_x64``) then.
 
 from __future__ import annotations
 
-from typing import Callable
 
 
-def _gaussian(target):
-    import jax.numpy as jnp
+def _jnp():
+    """jax.numpy, with JAX switched to float64 (the targets' densities are float64)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax.numpy
+
+
+def gaussian(target):
+    jnp = _jnp()
 
     mean, chol_inv, const = jnp.asarray(target._mean), jnp.asarray(target._chol_inv), float(target._log_const)
 
@@ -38,8 +45,8 @@ def _gaussian(target):
     return log_density
 
 
-def _mixture(target):
-    import jax.numpy as jnp
+def mixture(target):
+    jnp = _jnp()
     from jax.scipy.special import logsumexp
 
     const, means = jnp.asarray(target._log_const), jnp.asarray(target.means)
@@ -52,8 +59,8 @@ def _mixture(target):
     return log_density
 
 
-def _product_mixture(target):
-    import jax.numpy as jnp
+def product_mixture(target):
+    jnp = _jnp()
     from jax.scipy.special import logsumexp
 
     const, means = jnp.asarray(target._log_const), jnp.asarray(target.means)
@@ -66,8 +73,8 @@ def _product_mixture(target):
     return log_density
 
 
-def _banana(target):
-    import jax.numpy as jnp
+def banana(target):
+    jnp = _jnp()
 
     b, v, const = float(target.b), float(target.v), float(target._log_const)
 
@@ -78,8 +85,8 @@ def _banana(target):
     return log_density
 
 
-def _logistic(target):
-    import jax.numpy as jnp
+def logistic(target):
+    jnp = _jnp()
 
     X, c = jnp.asarray(target.X), jnp.asarray(target._c)
 
@@ -87,34 +94,3 @@ def _logistic(target):
         return jnp.dot(c, w) - jnp.sum(jnp.logaddexp(0.0, X @ w)) - 0.5 * jnp.dot(w, w)
 
     return log_density
-
-
-def _registry() -> dict[type, Callable]:
-    from ckam_bench.targets.banana import Banana
-    from ckam_bench.targets.gaussians import Gaussian
-    from ckam_bench.targets.logistic import LogisticRegression
-    from ckam_bench.targets.mixtures import GaussianMixture, ProductMixture
-
-    return {Gaussian: _gaussian, GaussianMixture: _mixture, ProductMixture: _product_mixture,
-            Banana: _banana, LogisticRegression: _logistic}
-
-
-def for_target(target) -> Callable | None:
-    """The JAX log density of ``target`` (built from its parameters), or None when its class has
-    none registered."""
-    registry = _registry()
-    for cls in type(target).__mro__:
-        if cls in registry:
-            import jax
-
-            jax.config.update("jax_enable_x64", True)  # the targets' densities are float64
-            return registry[cls](target)
-    return None
-
-
-def has_density(target) -> bool:
-    """Whether ``target``'s class has a JAX log density (without importing JAX)."""
-    registry = _registry()
-    return any(cls in registry for cls in type(target).__mro__)
-
-

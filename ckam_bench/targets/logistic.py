@@ -412,6 +412,12 @@ class LogisticRegression(Target):
     start : start point (d,); None gives 0.
     """
 
+    def jax_log_density(self):
+        """This density in JAX for the peer samplers (:func:`.jax_densities.logistic`)."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.logistic(self)
+
     def __init__(self, dataset: str, data_file: str | os.PathLike | None = None, dim: int | None = None,
                  start=None):
         dataset = str(dataset)

@@ -229,6 +229,12 @@ class GaussianMixture(Target):
     name : short name (the YAML name).
     """
 
+    def jax_log_density(self):
+        """This density in JAX for the peer samplers (:func:`.jax_densities.mixture`)."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.mixture(self)
+
     def __init__(self, weights, means, variances, dim: int, start=None, box=None, name: str = "gmm"):
         dim = _positive_dim(dim)
         means = np.asarray(means, float)
@@ -371,6 +377,12 @@ class ProductMixture(Target):
     box : plotting/KL box (d, 2); None gives the hull of the components' means ± 6 sd.
     name : short name (the YAML name).
     """
+
+    def jax_log_density(self):
+        """This density in JAX for the peer samplers (:func:`.jax_densities.product_mixture`)."""
+        from ckam_bench.targets import jax_densities
+
+        return jax_densities.product_mixture(self)
 
     def __init__(self, weights, means, variance, dim: int, start=None, box=None, name: str = "product_mixture"):
         dim = _positive_dim(dim)
