@@ -87,3 +87,19 @@ def test_sections_order_puts_unknown_sections_after_the_papers():
     assert sections.ordered(found) == [sections.RANKING, sections.ACCURACY,
                                        sections.PAPERS["kamh"].section, "A plugin's figures",
                                        sections.DIAGNOSTICS, sections.TABLES]
+
+
+def test_the_header_names_each_targets_variables_and_ranges_are_small_print(tmp_path):
+    from ckam_bench.report import html
+    from tests.test_report_posterior import _named
+
+    for seed in (0, 1):
+        _named(make_run(tmp_path, "gmm2d", "rw", seed=seed, n_samples=50, n_diag=50))
+        make_run(tmp_path, "banana", "am", seed=seed, n_samples=50, n_diag=50)
+    line = html._targets_line(agg.load_results(tmp_path))
+    assert "<b>gmm2d</b> (variables mu, theta[0]…theta[1], L[0,0]…L[1,1]; rw)" in line
+    assert "<b>banana</b> (3 dimensions; am)" in line
+    assert html._cell("0.0012 [0.0011, 0.0014]") == (
+        '0.0012 <span class="range">[0.0011, 0.0014]</span>')
+    assert html._cell("≤ 0.1 [≤ 0.1, ≤ 0.1]").startswith('≤ 0.1 <span class="range">')
+    assert html._cell("am [rate.value=0.01]") == "am [rate.value=0.01]"  # a label, not a range
