@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ckam_bench import outputs, stationarity
@@ -152,3 +153,45 @@ def test_drift_figure_and_verdicts_of_two_checks(tmp_path):
     assert "All 2 stored stationarity check(s) pass." in text
     assert "| exact_a |" in text and (tmp_path / "out" / "validity_drift_bimodal.png").exists()
     assert validity.render_validity(tmp_path / "out", tmp_path / "out2") is None
+
+
+def _check(folder: Path, sampler: str, config: dict, rw_step: float = 3.0) -> None:
+    """A check written by the check's own writer, with the info ckam-bench-check records (the
+    config group's kernel choice is 'matern' whatever the sampler)."""
+    result = check_stationarity(lambda: RandomWalk(rw_step), bimodal(), n_chains=20,
+                                times=[20, 50], seed=0, n_reference=300)
+    write_outputs(result, folder, {"sampler": sampler, "target": "bimodal",
+                                   "experiment": "default", "kernel": "matern",
+                                   "label": sampler, "adaptation": "none", "config": config},
+                  identity=folder.name)
+
+
+def test_checks_are_keyed_by_their_full_configuration_and_kernel(tmp_path):
+    """Two checks of one sampler with other overrides are two rows under two names, and a
+    sampler without a kernel lists none (issue 30 §3)."""
+    rw = "ckam_bench.samplers.random_walk.RandomWalk"
+    matern = {"_target_": "ckam_bench.kernels.Matern", "lengthscale": 2.0, "smoothness": 4.0}
+    _check(tmp_path / "checks" / "a", "rw", {"_target_": rw, "step_size": 0.5}, 0.5)
+    _check(tmp_path / "checks" / "b", "rw", {"_target_": rw, "step_size": 3.873})
+    _check(tmp_path / "checks" / "c", "kam", {"_target_": "x.KAM", "kernel": matern})
+    section = validity.render_validity(tmp_path, tmp_path / "out")
+    names = {c["name"]: c for c in section.checks}
+    assert set(names) == {"rw [step_size=0.5]", "rw [step_size=3.873]", "kam"}
+    assert names["rw [step_size=0.5]"]["config_key"] != names["rw [step_size=3.873]"]["config_key"]
+    assert names["rw [step_size=0.5]"]["kernel"] is None
+    assert names["kam"]["kernel"] == "matern (l=2, s=4)"
+    header = section.table.header
+    rows = {row[0]: dict(zip(header, row)) for row in section.table.rows}
+    assert set(rows) == set(names)
+    assert rows["rw [step_size=0.5]"]["kernel"] == "–" and rows["kam"]["kernel"] == "matern (l=2, s=4)"
+    csv = pd.read_csv(tmp_path / "out" / validity.CSV)
+    kernels = dict(zip(csv["label"], csv["kernel"]))
+    assert pd.isna(kernels["rw [step_size=3.873]"]) and kernels["kam"] == "matern (l=2, s=4)"
+    assert "matern" not in " ".join(str(v) for v in csv[csv["sampler"] == "rw"].to_numpy().ravel())
+    md = "\n".join(section.markdown(tmp_path / "out"))
+    assert "| rw [step_size=0.5] | bimodal | – |" in md
+    page_titles = [f"{c['name']} on bimodal" for c in section.checks]
+    from ckam_bench.report.html import _checks_html
+
+    page = "".join(_checks_html(section))
+    assert all(title in page for title in page_titles)

@@ -242,7 +242,7 @@ def _checks_html(checks) -> list[str]:
         if check["figure"] is None:
             continue
         fig = Rendered(None, [check["figure"]], str(info.get("caption", "")), "Validity",
-                       f"{info.get('label', info.get('sampler'))} on {info.get('target')}: "
+                       f"{check.get('name', info.get('label'))} on {info.get('target')}: "
                        f"{info.get('verdict')}")
         parts.append(f"<details><summary>{esc(fig.title)} (statistics against time)</summary>"
                      f"{_figure_html(fig)}</details>")

@@ -11,9 +11,14 @@
   share of the chains in each mode against the cycle (iterations / cycle length when the
   sampler has cycles), one line per sampler, with the invariant band. Published cKAM against
   its finite-adaptation variant on the bimodal target is the drift figure of issue 9.
-* :func:`verdict_table` — one row per stored check (check, target, adaptation, verdict — a
-  failed one marked ⚠ FAIL —, α, chains, times, number of tests, smallest Holm-adjusted p,
-  worst test, largest |z| of the moments and the mode share at the last time, seed, folder).
+* :func:`name_checks` — each check named by its full configuration (sampler, preset and every
+  setting of its sampler config, overrides included: ``rw [step_size=0.5]``), never by the
+  sampler's name alone, and its kernel read from its sampler config (none for a sampler
+  without one, whatever kernel the config group had chosen).
+* :func:`verdict_table` — one row per stored check (check by its configuration, target,
+  kernel — "–" without one —, adaptation, verdict — a failed one marked ⚠ FAIL —, α, chains,
+  times, number of tests, smallest Holm-adjusted p, worst test, largest |z| of the moments and
+  the mode share at the last time, seed, folder).
 * :func:`render_validity` — all of it for ``ckam-bench-figures``: the report's Validity
   section (:class:`ValiditySection`, in ``report.md`` and ``report.html``).
 * :func:`draw_kl_floor` — on a KL figure, the KL of n exact draws (median over repeats,
@@ -22,6 +27,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -34,9 +40,9 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from ckam_bench import outputs
-from ckam_bench.report.aggregate import FLAG_MARK
+from ckam_bench.report.aggregate import FLAG_MARK, _tag, flatten
 from ckam_bench.report.drawing import Drawn, Rendered
-from ckam_bench.report.tables import Table
+from ckam_bench.report.tables import Table, kernel_text
 
 CHECK_COMMAND = "ckam-bench-check"  # the marker's command (ckam_bench.stationarity.COMMAND)
 CHECK_FILE = "check.json"
@@ -165,7 +171,70 @@ def find_checks(root) -> StoredChecks:
                                  "figure": png if own else None})
         else:
             found.problems.append((folder, problem))
+    name_checks(found.checks)
     return found
+
+
+def check_kernel(info: dict) -> str | None:
+    """The kernel of a check's sampler as configured (``kernel (l=…, s=…)``), or None for a
+    sampler without one (``check.json``'s ``kernel`` is the config group's choice, set even
+    for a sampler that uses no kernel: the sampler's own config says whether it has one)."""
+    config = info.get("config")
+    if not isinstance(config, dict) or config.get("kernel") is None:
+        return None
+    node = config["kernel"]
+    return kernel_text(node) if isinstance(node, dict) else str(node)
+
+
+def check_settings(info: dict) -> dict:
+    """A check's full configuration as flat ``{key: value}``: sampler, target, preset and every
+    leaf of its sampler config (overrides included), without the check's own settings."""
+    flat = {"choice.sampler": info.get("sampler"), "choice.target": info.get("target"),
+            "preset": info.get("experiment") or "default"}
+    config = info.get("config")
+    if isinstance(config, dict):
+        flat.update(flatten(config, "sampler."))
+    return flat
+
+
+def name_checks(checks: list[dict]) -> None:
+    """Give each check (``find_checks``'s dicts) its ``name``, ``kernel`` and ``config_key``:
+    the name is the sampler (with its preset), plus the settings in which it differs from the
+    other checks of that sampler on that target (``rw [step_size=0.5]``; a kernel by its
+    name), so two checks of one sampler with other overrides never share a name; the key is a
+    short hash of the full configuration (:func:`check_settings`)."""
+    for c in checks:
+        settings = check_settings(c["info"])
+        c["settings"], c["kernel"] = settings, check_kernel(c["info"])
+        c["config_key"] = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
+                                         .encode()).hexdigest()[:12]
+    for c in checks:
+        info = c["info"]
+        same = [o for o in checks if o["info"].get("sampler") == info.get("sampler")
+                and o["info"].get("target") == info.get("target")]
+        keys = sorted({k for o in same for k in o["settings"]})
+        differ = [k for k in keys if k != "preset" and len({json.dumps(
+            o["settings"].get(k), sort_keys=True, default=str) for o in same}) > 1]
+        if any(k.startswith("sampler.kernel.") for k in differ):
+            differ = [k for k in differ if not k.startswith("sampler.kernel.")]
+            tags = [c["kernel"] or "no kernel"]
+        else:
+            tags = []
+        tags += [_tag(k, c["settings"].get(k, "unset")) for k in differ]
+        if len(tags) > 3:
+            tags = tags[:3] + [f"+{len(tags) - 3} more"]
+        base = str(info.get("sampler") or info.get("label") or "check")
+        preset = info.get("experiment")
+        if preset and preset != "default":
+            base += f" [{preset}]"
+        if info.get("sampler") is None:  # a check written without its sampler: its label
+            base = str(info.get("label", base))
+        c["name"] = f"{base} [{', '.join(tags)}]" if tags else base
+    seen: dict[str, int] = {}
+    for c in checks:  # same configuration twice (another seed, other check settings)
+        seen[c["name"]] = seen.get(c["name"], 0) + 1
+        if seen[c["name"]] > 1:
+            c["name"] += f" #{seen[c['name']]}"
 
 
 def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, str]:
@@ -185,7 +254,7 @@ def figure_drift(checks: list[dict], target: str = "bimodal") -> tuple[Figure, s
         info, occ = c["info"], c["tests"][c["tests"]["test"] == "occupancy"].sort_values("time")
         share = np.array([_parse_list(v) for v in occ["share"]], float)
         xs, xlabel = _x(occ["time"], info.get("cycle_length") if cyclic else None)
-        label = f"{info.get('label', info.get('sampler'))} ({info.get('adaptation') or 'none'})"
+        label = f"{c.get('name', info.get('label'))} ({info.get('adaptation') or 'none'})"
         for k, ax in enumerate(axes):
             ax.plot(xs, share[:, k], marker="o", ms=3, label=label)
             ax.set_xlabel(xlabel)
@@ -212,6 +281,7 @@ VERDICT_COLUMNS = (
     # (check.json key, header, LaTeX header, how the cell is written)
     ("label", "check", "check", str),
     ("target", "target", "target", str),
+    ("kernel", "kernel", "kernel", str),
     ("adaptation", "adaptation", "adaptation", str),
     ("verdict", "verdict", "verdict", lambda v: "pass" if v == "pass" else f"{FLAG_MARK} {v}"),
     ("alpha", "α", r"$\alpha$", "{:g}".format),
@@ -228,22 +298,32 @@ VERDICT_COLUMNS = (
 )
 
 
+def _row(check: dict) -> dict:
+    """A check's values as the table shows them: ``check.json``'s, with its full-configuration
+    name as ``label`` and its sampler's kernel (None without one) as ``kernel``."""
+    return {**check["info"], "label": check.get("name", check["info"].get("label")),
+            "kernel": check.get("kernel")}
+
+
 def verdict_frame(checks: list[dict]) -> pd.DataFrame:
-    """One row per stored check, the values as ``check.json`` holds them."""
+    """One row per stored check, the values as ``check.json`` holds them (``label``: the
+    check's name by its full configuration, ``kernel``: empty for a sampler without one), its
+    configuration key and folder."""
     keys = ["sampler", "experiment", *(key for key, *_ in VERDICT_COLUMNS)]
-    rows = [{**{k: c["info"].get(k) for k in keys}, "folder": str(c["path"])} for c in checks]
-    return pd.DataFrame(rows, columns=[*keys, "folder"])
+    rows = [{**{k: _row(c).get(k) for k in keys}, "config_key": c.get("config_key"),
+             "folder": str(c["path"])} for c in checks]
+    return pd.DataFrame(rows, columns=[*keys, "config_key", "folder"])
 
 
 def verdict_table(checks: list[dict], root) -> Table:
     """The verdict table of the report: one row per check, a failed one marked ⚠ FAIL."""
     rows, sort_keys = [], []
     for c in checks:
-        info, row, keys = c["info"], [], []
+        info, row, keys = _row(c), [], []
         for key, _, _, text in VERDICT_COLUMNS:
             value = info.get(key)
             try:
-                row.append("" if value is None else text(value))
+                row.append(("–" if key == "kernel" else "") if value is None else text(value))
             except (TypeError, ValueError):  # a value of another type than expected
                 row.append(str(value))
             keys.append(float(value) if isinstance(value, (int, float))
@@ -277,7 +357,7 @@ class ValiditySection:
         """One sentence: how many checks, which failed."""
         if not self.failed:
             return f"All {len(self.checks)} stored stationarity check(s) pass."
-        names = "; ".join(f"{c['info'].get('label', c['info'].get('sampler'))} on "
+        names = "; ".join(f"{c.get('name', c['info'].get('label'))} on "
                           f"{c['info'].get('target')}" for c in self.failed)
         return (f"{FLAG_MARK} {len(self.failed)} of {len(self.checks)} stored stationarity "
                 f"check(s) FAIL: {names} — their chains do not stay distributed as π.")
