@@ -86,6 +86,34 @@ def test_report_opens_in_chromium_with_every_figure_and_sorting_tables(report, t
     assert problems == []
 
 
+@pytest.mark.slow
+def test_the_first_screen_holds_the_ranking(report):
+    """At 1280 x 900 (a laptop screen) the page opens on the ranking: the first ranking
+    table's title and its first row lie inside the first screen, and the ranking comes before
+    the figures (issue 30 §3)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(report.as_uri(), wait_until="load")
+        box = page.eval_on_selector(
+            "table[id^=ranking_]", """t => {
+                const r = t.getBoundingClientRect(), row = t.tBodies[0].rows[0];
+                const title = t.closest('.scroll').previousElementSibling;
+                return {top: r.top, row: row.getBoundingClientRect().bottom,
+                        title: title.getBoundingClientRect().top, scroll: window.scrollY};
+            }""")
+        headings = page.eval_on_selector_all(
+            "h2", "hs => hs.map(h => [h.textContent, h.getBoundingClientRect().top])")
+        browser.close()
+    assert box["scroll"] == 0
+    assert 0 <= box["title"] < box["top"] < box["row"] <= 900, box
+    names = [name for name, _ in headings]
+    assert names[0] == "Ranking" and names[1] == "Accuracy against cost", names
+    assert headings[1][1] > box["row"]
+
+
 USER_TARGET = '''
 import numpy as np
 from ckam_bench.targets.base import Target
