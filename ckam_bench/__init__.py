@@ -1,8 +1,9 @@
 """ckam-bench: a budgeted benchmarking harness for adaptive MCMC samplers."""
 
 from ckam_bench.config import register_resolvers
+from ckam_bench.discovery import version as _version
 
-__version__ = "0.1.0"
+__version__ = _version()
 
 register_resolvers()
 

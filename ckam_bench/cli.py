@@ -38,7 +38,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ckam_bench import entry, jit, outputs, overrides, provenance, rundir, store, sweeps
+from ckam_bench import discovery, jit, outputs, overrides, provenance, rundir, store, sweeps
 from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
@@ -416,7 +416,7 @@ def main() -> None:
     exit with 1 before the task runs; they are configuration errors, so exit with 2. A sweep
     with refused jobs exits with 2 after all its other jobs ran, naming the refused folders."""
     argv = sys.argv[1:] = overrides.flags_first(sys.argv[1:])
-    if entry.answer_without_harness(argv):
+    if discovery.answer_without_harness(argv):
         return
     for flag in ("--cfg", "-c"):
         if flag in argv and argv[argv.index(flag) + 1:argv.index(flag) + 2] == ["job"]:

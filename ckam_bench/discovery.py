@@ -18,7 +18,6 @@ import sys
 
 
 
-import ckam_bench
 
 GROUPS = ("sampler", "target", "kernel", "schedule", "experiment", "budget", "checkpoint",
           "metrics")
@@ -69,12 +68,22 @@ hydra.run.dir= its folder; a sweep resumes with the same hydra.sweep.dir=).
 """
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing the package."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ckam-bench")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "0+unknown"
+
+
 def print_help() -> None:
-    print(HELP.format(version=ckam_bench.__version__), end="")
+    print(HELP.format(version=version()), end="")
 
 
 def print_version() -> None:
-    print(f"ckam-bench {ckam_bench.__version__}")
+    print(f"ckam-bench {version()}")
 
 
 # The other Hydra commands: what they do, how to call them, their exit codes, their page.
@@ -133,7 +142,7 @@ def command_help(prog: str, argv: list[str]) -> bool:
     """``--help`` / ``--version`` of ``ckam-bench-check``, ``-reference`` and ``-sbc``
     (printed without starting Hydra); False for anything else."""
     if argv[:1] == ["--version"]:
-        print(f"{prog} (ckam-bench {ckam_bench.__version__})")
+        print(f"{prog} (ckam-bench {version()})")
         return True
     if argv[:1] not in (["--help"], ["-h"]):
         return False
@@ -410,3 +419,16 @@ def list_command(args: list[str]) -> int:
     except BrokenPipeError:  # `ckam-bench list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def answer_without_harness(argv: list[str]) -> bool:
+    """Handle ``--help``, ``--version`` and ``list [GROUP ...]``; False for anything else."""
+    if argv[:1] not in (["--help"], ["-h"], ["--version"], ["list"]):
+        return False
+    if argv[:1] == ["list"]:
+        sys.exit(list_command(argv[1:]))
+    if argv[:1] == ["--version"]:
+        print_version()
+    else:
+        print_help()
+    return True

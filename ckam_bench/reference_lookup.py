@@ -3,8 +3,8 @@
 
 Lookup (:func:`load_reference`): ``<target.reference_id()>.npz`` in the references shipped with
 the package (``ckam_bench/data/references/``), then in the user cache: ``$CKAM_BENCH_CACHE`` when
-set (that folder itself), else ``~/.cache/ckam-bench/references``, then posteriordb's draws for
-a model of the posteriordb suite. The reference id is the target's name plus a hash of its
+set (that folder itself), else ``~/.cache/ckam-bench/references``, then the reference the
+target brings itself (``Target.ckam_reference``: posteriordb's draws for a suite model). The reference id is the target's name plus a hash of its
 ``describe()``, whose data are identified by bytes (docs/data.md); a certificate's log π at two
 probe points is compared with the target's when it is loaded (:func:`check_probes`).
 """
@@ -172,14 +172,33 @@ def find_reference(target) -> Path | None:
     return None
 
 
+def own_reference(target) -> Reference | None:
+    """:meth:`Target.ckam_reference <ckam_bench.targets.base.Target.ckam_reference>` checked:
+    a :class:`Reference` of the target's dimension, or None."""
+    from ckam_bench.targets.base import PluginError
+
+    hook = getattr(target, "ckam_reference", None)
+    value = hook() if callable(hook) else None
+    if value is None:
+        return None
+    where = f"{type(target).__module__}.{type(target).__qualname__}.ckam_reference"
+    if not isinstance(value, Reference):
+        raise PluginError(f"{where} must return a ckam_bench.reference_lookup.Reference or None, "
+                          f"got {type(value).__name__}")
+    if np.shape(value.mean) != (target.dim,) or np.ndim(value.samples) != 2 \
+            or np.shape(value.samples)[1] != target.dim:
+        raise PluginError(f"{where} returned a reference of shape {np.shape(value.samples)}, "
+                          f"not (draws, {target.dim})")
+    return value
+
+
 def load_reference(target) -> Reference | None:
-    """``target``'s certified reference sample (shipped, else cached, else posteriordb's draws
-    for a model of the posteriordb suite), or None if there is none."""
+    """``target``'s certified reference sample (shipped, else cached, else the one the target
+    brings itself: :func:`own_reference`, e.g. posteriordb's draws for a model of the
+    posteriordb suite), or None if there is none."""
     path = find_reference(target)
     if path is None:
-        from ckam_bench.posteriordb import reference_for
-
-        return reference_for(target)
+        return own_reference(target)
     reference = read_reference(path, target.dim)
     check_probes(target, reference.certificate, path)
     return reference

@@ -143,3 +143,34 @@ def test_a_run_that_fails_says_so_in_one_line(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("failed (PluginError:") and "ckam_constrained" in last
     assert json.loads((tmp_path / "run" / store.STATUS).read_text())["state"] == "failed"
+
+
+def test_a_target_can_bring_its_own_reference():
+    """``ckam_reference``: the reference a target brings (posteriordb's draws for a suite model,
+    or a plugin's own) is used when none is shipped or cached, and checked like any hook."""
+    from ckam_bench.reference_lookup import Reference, load_reference
+
+    class OwnReference(StanStyleGaussian):
+        def __init__(self, value):
+            super().__init__()
+            self.value = value
+
+        def reference_id(self):
+            return "own_reference-0123456789"
+
+        def ckam_reference(self):
+            return self.value
+
+    rng = np.random.default_rng(3)
+    draws = rng.standard_normal((400, 2))
+    good = Reference(samples=draws, chain=np.repeat(np.arange(4), 100), mean=draws.mean(0),
+                     second_moment=(draws**2).mean(0), variance=draws.var(0),
+                     fourth_moment=(draws**4).mean(0), mcse_mean=np.full(2, 0.05),
+                     certificate={"certified": True}, path=None)
+    assert load_reference(OwnReference(good)) is good
+    assert load_reference(OwnReference(None)) is None
+    with pytest.raises(PluginError, match=r"OwnReference\.ckam_reference must return a "):
+        load_reference(OwnReference({"mean": [0, 0]}))
+    bad = Reference(**{**good.__dict__, "samples": draws[:, :1], "mean": draws.mean(0)[:1]})
+    with pytest.raises(PluginError, match=r"not \(draws, 2\)"):
+        load_reference(OwnReference(bad))

@@ -193,6 +193,13 @@ class Target:
         distance metric, or None (default)."""
         return None
 
+    def ckam_reference(self):
+        """A reference sample the target brings itself (a
+        :class:`ckam_bench.reference_lookup.Reference`: draws, moments, certificate), used when
+        no certified reference of its id is shipped or cached (a posteriordb suite model: its
+        posteriordb draws); None (default) for none."""
+        return None
+
     def ckam_label(self) -> str | None:
         """The run's target label in traces and figures when the config name does not say
         enough (a PyMC model: its module and function); None (default) keeps the config name."""

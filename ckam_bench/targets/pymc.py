@@ -458,6 +458,13 @@ class PyMCModel(Target):
         """The harness's hook for named sample columns: :meth:`constrain`."""
         return self.constrain(X)
 
+    def ckam_reference(self):
+        """posteriordb's reference draws when the model is one of the posteriordb suite's on its
+        shipped data (:func:`ckam_bench.posteriordb.reference_for`), else None."""
+        from ckam_bench.posteriordb import reference_for
+
+        return reference_for(self)
+
     def ckam_label(self) -> str:
         """The run's target label: ``pymc_<module>[_<function>]``, not just ``pymc``."""
         return self.name
