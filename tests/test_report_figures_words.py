@@ -126,3 +126,14 @@ def test_a_long_title_is_wrapped_inside_the_figure(tmp_path, layout):
         assert "\n" in text.get_text()
         assert box.x0 >= 0 and box.x1 <= width, (text.get_text(), box, width)
     assert fig._suptitle.get_text().replace("\n", " ") == long
+
+
+def test_a_figure_legends_title_is_wrapped_too(tmp_path):
+    fig = Figure(figsize=(3.0, 2.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], label="rw (n=2)")
+    legend = fig.legend(loc="outside upper center", title="Sampler diagnostics on "
+                        "posteriordb_eight_schools-eight_schools_noncentered model")
+    drawing.Drawn("legend", fig, "caption", "Diagnostics", "legend").save(tmp_path)
+    box = legend.get_title().get_window_extent(fig.canvas.get_renderer())
+    assert "\n" in legend.get_title().get_text() and 0 <= box.x0 and box.x1 <= fig.bbox.width

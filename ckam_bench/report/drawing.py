@@ -19,6 +19,7 @@ never pyplot, so no global state or display is involved.
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,31 +114,28 @@ def _renderer(fig: Figure):
 
 
 def _wrap(text, width: float, renderer) -> bool:
-    """Break the lines of a Text onto more lines until each is at most ``width`` pixels wide
-    (a single word is never broken); True when it was changed."""
+    """Break the lines of a Text onto more lines until each is at most ``width`` pixels wide,
+    between words, and inside a word too wide for a line of its own after its ``_``, ``-``,
+    ``/`` or ``.`` (a long target name); True when it was changed."""
     original = text.get_text()
     if not original or text.get_window_extent(renderer).width <= width:
         return False
-    words = original.split()
-    lines = [words[0]]
-    for word in words[1:]:
-        text.set_text("\n".join([*lines[:-1], f"{lines[-1]} {word}"]))
-        if max(_line_widths(text, renderer)) <= width:
-            lines[-1] = f"{lines[-1]} {word}"
+    pieces = []  # (piece, whether a space goes before it)
+    for word in original.split():
+        text.set_text(word)
+        parts = ([part for part in re.split(r"(?<=[_\-/.])", word) if part]
+                 if text.get_window_extent(renderer).width > width else [word])
+        pieces += [(part, i == 0) for i, part in enumerate(parts)]
+    lines = [pieces[0][0]]
+    for piece, spaced in pieces[1:]:
+        joined = f"{lines[-1]}{' ' if spaced else ''}{piece}"
+        text.set_text(joined)
+        if text.get_window_extent(renderer).width <= width:
+            lines[-1] = joined
         else:
-            lines.append(word)
+            lines.append(piece)
     text.set_text("\n".join(lines))
     return True
-
-
-def _line_widths(text, renderer) -> list[float]:
-    whole = text.get_text()
-    widths = []
-    for line in whole.split("\n"):
-        text.set_text(line)
-        widths.append(text.get_window_extent(renderer).width)
-    text.set_text(whole)
-    return widths
 
 
 def _titles(fig: Figure, renderer) -> list[tuple]:
@@ -147,6 +145,8 @@ def _titles(fig: Figure, renderer) -> list[tuple]:
     title = getattr(fig, "_suptitle", None)
     if title is not None and title.get_text():
         out.append((title, 0.96 * fig.bbox.width))
+    out += [(legend.get_title(), 0.96 * fig.bbox.width) for legend in fig.legends
+            if legend.get_title().get_text()]  # a figure legend's title (a figure's title)
     for ax in fig.axes:
         if ax.get_visible():
             width = max(ax.get_window_extent(renderer).width, 0.2 * fig.bbox.width)
@@ -156,8 +156,8 @@ def _titles(fig: Figure, renderer) -> list[tuple]:
 
 
 def fit_titles(fig: Figure) -> None:
-    """Wrap the figure's title (``suptitle``) to the figure's width and each visible axes'
-    titles to the axes' width, then lay the figure out again (a figure without a layout
+    """Wrap the figure's title (``suptitle``, or a figure legend's title) to the figure's width
+    and each visible axes' titles to the axes' width, then lay the figure out again (a figure without a layout
     engine with ``tight_layout``), so that no title runs past the edge of the figure. A figure
     whose titles are all well inside their room before layout is left as it is (no draw)."""
     renderer = _renderer(fig)

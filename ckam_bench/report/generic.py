@@ -196,9 +196,11 @@ def _diagnostic_figure(results: Results, settings: Settings, target: str,
     for ax in axes:
         for line in ax.get_lines():
             handles.setdefault(line.get_label(), line)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-               ncols=min(4, len(handles)), fontsize="small", frameon=False)
-    fig.suptitle(f"Sampler diagnostics on {target}")
+    # the legend under the figure's title, above the panels (a suptitle and a legend above
+    # the panels would overlap): the title is the legend's
+    fig.legend(list(handles.values()), list(handles), loc="outside upper center",
+               ncols=min(4, len(handles)), fontsize="small", frameon=False,
+               title=f"Sampler diagnostics on {target}", title_fontsize="large")
     caption = (f"Sampler diagnostics on {target} against iterations, one panel each: "
                f"{'; '.join(words.title(c) for c, _ in cells)}. Median over seeds and "
                f"{settings.band_text} band per configuration group (drawn where at least half "
