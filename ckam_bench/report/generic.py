@@ -166,7 +166,7 @@ def _accuracy_figure(results: Results, settings: Settings, target: str, groups: 
     used = [replace(settings, x=x).x_label for x, _ in cells]
     extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
     absent = f" Not drawn: {'; '.join(missing)}." if missing else ""
-    caption = (f"{_capital(words_.title)} against {', '.join(used)} on {target}: median over "
+    caption = (f"Against {', '.join(used)}: median over "
                f"seeds and {settings.band_text} band per configuration group (drawn where at "
                f"least half of a group's runs have a value).{extra}{absent} Groups: "
                f"{_group_text(groups)}." + _notes(results, target, groups, groups))
@@ -201,7 +201,7 @@ def _diagnostic_figure(results: Results, settings: Settings, target: str,
     fig.legend(list(handles.values()), list(handles), loc="outside upper center",
                ncols=min(4, len(handles)), fontsize="small", frameon=False,
                title=f"Sampler diagnostics on {target}", title_fontsize="large")
-    caption = (f"Sampler diagnostics on {target} against iterations, one panel each: "
+    caption = (f"Against iterations, one panel each: "
                f"{'; '.join(words.title(c) for c, _ in cells)}. Median over seeds and "
                f"{settings.band_text} band per configuration group (drawn where at least half "
                f"of a group's runs have a value). Groups: {_group_text(groups)}."
