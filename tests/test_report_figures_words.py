@@ -137,3 +137,30 @@ def test_a_figure_legends_title_is_wrapped_too(tmp_path):
     drawing.Drawn("legend", fig, "caption", "Diagnostics", "legend").save(tmp_path)
     box = legend.get_title().get_window_extent(fig.canvas.get_renderer())
     assert "\n" in legend.get_title().get_text() and 0 <= box.x0 and box.x1 <= fig.bbox.width
+
+
+def test_per_iteration_diagnostics_leave_out_what_a_sampler_did_not_record(results, tmp_path):
+    """make_run's diagnostics have no log π and an all-NaN noise: the log π row is left out
+    altogether; a group whose diagnostics lack the step size gets no step-size panel."""
+    import pandas as pd
+
+    from ckam_bench import rundir, store
+
+    (drawn,) = generic.diagnostics_figure(results, drawing.Settings(), "banana")
+    visible = [ax for ax in drawn.figure.axes if ax.get_visible()]
+    assert all(ax.get_lines() for ax in visible)
+    assert "log π" not in [ax.get_ylabel() for ax in drawn.figure.axes]
+    root = tmp_path / "runs"
+    for seed in (0, 1):
+        make_run(root, "banana", "rw", seed=seed, n_samples=50, n_diag=100)
+        run = make_run(root, "banana", "am", seed=seed, n_samples=50, n_diag=100)
+        diag = pd.read_parquet(run / store.DIAGNOSTICS).assign(step_size=float("nan"),
+                                                                  logp=-1.0)
+        rundir.write_parquet(diag, run / store.DIAGNOSTICS)
+    res = agg.load_results(root)
+    (drawn,) = generic.diagnostics_figure(res, drawing.Settings(), "banana")
+    axes = np.asarray(drawn.figure.axes).reshape(4, 2)  # step size, acceptance, phase, log π
+    assert [ax.get_visible() for ax in axes[:, 0]] == [True, True, True, False]  # rw
+    assert [ax.get_visible() for ax in axes[:, 1]] == [False, True, True, True]  # am
+    assert axes[1, 1].get_title(loc="left").startswith("am, seed 0")
+    assert axes[3, 1].get_ylabel() == "log π" and axes[3, 1].get_xlabel() == "iteration"

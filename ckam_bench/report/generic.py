@@ -475,6 +475,26 @@ def pair_figures(results: Results, settings: Settings, target: str,
     return [Drawn(_stem(target, "pairs"), fig, caption, sections.SAMPLES, f"{target}: pairs")]
 
 
+DIAGNOSTIC_ROWS = {"step_size": "step size", "acceptance": "acceptance", "phase": "phase",
+                   "logp": "log π"}
+
+
+def _diagnostic_series(diag: pd.DataFrame, name: str, window: int):
+    """(iterations, values) of one row of :func:`diagnostics_figure` for one run, or None
+    when the run recorded nothing finite for it."""
+    it = diag["iteration"].to_numpy()
+    if name == "acceptance":
+        if "accepted" not in diag or not len(diag):
+            return None
+        y = pd.Series(diag["accepted"].to_numpy(float)).rolling(
+            window, min_periods=1, center=True).mean().to_numpy()
+    elif name in diag:
+        y = diag[name].to_numpy(float)
+    else:
+        return None
+    return (it, y) if np.isfinite(y).any() else None
+
+
 def diagnostics_figure(results: Results, settings: Settings, target: str,
                        window: int = 200) -> list[Drawn]:
     """Step size, windowed acceptance, phase and log π over iterations, per group."""
@@ -490,40 +510,44 @@ def diagnostics_figure(results: Results, settings: Settings, target: str,
             shown.append((g, run, diag))
     if not shown:
         raise NotSupported(f"the diagnostics on {target} hold no iterations")
-    rows = ["step_size", "acceptance", "phase"]
-    if any("logp" in d.columns and np.isfinite(d["logp"].to_numpy(float)).any()
-           for _, _, d in shown):
-        rows.append("logp")
+    series = {(col, name): _diagnostic_series(diag, name, window)
+              for col, (_, _, diag) in enumerate(shown) for name in DIAGNOSTIC_ROWS}
+    rows = [name for name in DIAGNOSTIC_ROWS  # a row no group has data for is left out
+            if any(series[col, name] is not None for col in range(len(shown)))]
     fig = new_figure(3.4 * len(shown), 2.0 * len(rows) + 0.6)
     axes = np.asarray(fig.subplots(len(rows), len(shown), sharex="col", squeeze=False))
+    labelled = set()
     for col, (g, run, diag) in enumerate(shown):
-        it = diag["iteration"].to_numpy()
         c = label_colour(results, g.label)
+        visible = []
         for row, name in enumerate(rows):
             ax = axes[row, col]
-            if name == "acceptance":
-                acc = diag["accepted"].to_numpy(float) if "accepted" in diag else None
-                if acc is not None and len(acc):
-                    y = pd.Series(acc).rolling(window, min_periods=1, center=True).mean()
-                    ax.plot(it, y.to_numpy(), color=c, lw=0.8)
-            elif name == "phase" and "phase" in diag:
-                ax.step(it, diag["phase"].to_numpy(float), where="post", color=c, lw=0.8)
+            if series[col, name] is None:  # nothing to draw: the panel is left out
+                ax.set_visible(False)
+                continue
+            it, y = series[col, name]
+            if name == "phase":
+                ax.step(it, y, where="post", color=c, lw=0.8)
                 names = (diag[["phase", "phase_name"]].drop_duplicates()
                          if "phase_name" in diag else None)
                 if names is not None:
                     ax.set_yticks(names["phase"].to_numpy(float), names["phase_name"].tolist(),
                                   fontsize="x-small")
-            elif name in diag:
-                ax.plot(it, diag[name].to_numpy(float), color=c, lw=0.8)
-            if col == 0:
-                ax.set_ylabel({"step_size": "step size", "acceptance": "acceptance",
-                               "phase": "phase", "logp": "log π"}[name])
-        axes[0, col].set_title(f"{g.label}, seed {run.seed}", fontsize="small", loc="left")
-        axes[-1, col].set_xlabel("iteration")
+            else:
+                ax.plot(it, y, color=c, lw=0.8)
+            if name not in labelled:  # the row's label on its first panel
+                ax.set_ylabel(DIAGNOSTIC_ROWS[name])
+                labelled.add(name)
+            visible.append(ax)
+        if visible:
+            visible[0].set_title(f"{g.label}, seed {run.seed}", fontsize="small", loc="left")
+            visible[-1].set_xlabel("iteration")
+            visible[-1].tick_params(labelbottom=True)
     caption = (f"Per-iteration diagnostics on {target}, one column per configuration group "
                f"(its lowest seed): step size, acceptance rate in a centred moving window of "
                f"{window} recorded iterations, the sampler's phase"
                + (", and log π of the chain's state" if "logp" in rows else "")
+               + " (a panel a sampler recorded nothing for is left out)"
                + ". Every iteration of the head of a run is recorded, later ones thinned "
                "evenly (diagnostics.parquet)." + _notes(results, target, groups,
                                                         [g for g, _, _ in shown]))
