@@ -4,15 +4,20 @@
   aggregate traces over seeds on a common grid (``aggregate.common_grid``,
   ``aggregate.aggregate``, ``aggregate.final_rows``);
   and group runs by full configuration, each seed once (``Results.groups``, ``group_runs``);
-* :mod:`~ckam_bench.report.drawing` — what every figure shares: settings, colours, drawn and
-  rendered figures, :class:`NotSupported`, curves over seeds;
+* :mod:`~ckam_bench.report.drawing` — what every figure shares: settings, the report's
+  palette (one colour per configuration label), drawn and rendered figures (titles wrapped to
+  fit), :class:`NotSupported`, curves over seeds;
+* :mod:`~ckam_bench.report.sections` — the report's sections in the order a reader needs them
+  and the papers it knows (a paper's sections only when its runs are there);
+* :mod:`~ckam_bench.report.words` — trace columns in words for titles, labels and captions,
+  and which are accuracy (shown against cost first) and which diagnostics;
 * :mod:`~ckam_bench.report.paper_ckam` — the cKAM paper's Figures 1–14, one function each, and
   :func:`render` to save one; ``paper_gradient``, ``paper_divergence``, ``paper_kamh``: the
   other papers' figures and tables (one module per paper, named after it);
 * :mod:`~ckam_bench.report.validity` — the stationarity checks stored under a results folder
   (the report's Validity section) and the KL floor;
-* :mod:`~ckam_bench.report.generic` — figures for any target (metrics against every x axis,
-  marginals, pairwise projections, per-iteration diagnostics);
+* :mod:`~ckam_bench.report.generic` — figures for any target (accuracy against cost, the
+  diagnostics against iterations, marginals, pairwise projections, per-iteration diagnostics);
 * :mod:`~ckam_bench.report.tables` — Tables 1–3 (hyperparameters as run) and results tables,
   as markdown and LaTeX (:func:`all_tables`);
 * :mod:`~ckam_bench.report.ranking` — the ranking per target and the cost to accuracy;
