@@ -94,9 +94,8 @@ def _prove(name: str, n_draws: int | None) -> dict[str, float]:
     _, draws = load_reference(SUITE[name].reference)
     assert draws.shape[:2] == (10, 1000)
     assert sorted(values) == sorted(rv.name for rv in model.free_RVs)
-    point = model.initial_point()
     for rv in model.free_RVs:
-        assert values[rv.name].shape == (10_000, *point[model.rvs_to_values[rv].name].shape), rv.name
+        assert values[rv.name].shape == (10_000, *rv.shape.eval()), rv.name
     assert u.shape == (10_000, SUITE[name].dim)
 
     logp, grad = batch(u[:n_draws])
@@ -169,8 +168,9 @@ def test_every_reference_set_is_shipped_or_said_why_not():
 
 
 def test_suite_entries_match_their_files():
-    """Every suite posterior: a character of CHARACTERS, its dim the number of reference columns,
-    its data and reference files shipped, its model function in models (no model is built)."""
+    """Every suite posterior: a character of CHARACTERS, its dim the number of reference columns
+    (less one per simplex), its data and reference files shipped, its model function in models
+    (no model is built)."""
     from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, REFERENCE_DIR
 
     for name, posterior in SUITE.items():
@@ -178,7 +178,11 @@ def test_suite_entries_match_their_files():
         assert (DATA_DIR / f"{posterior.data}.npz").is_file(), name
         with np.load(REFERENCE_DIR / f"{posterior.reference}.npz") as archive:
             assert archive["draws"].dtype == np.float32
-            assert len(archive["names"]) == archive["draws"].shape[-1] == posterior.dim, name
+            names = [str(n) for n in archive["names"]]
+            assert len(names) == archive["draws"].shape[-1]
+        # a K-simplex has K columns and K - 1 coordinates (the HMMs' theta1, theta2)
+        simplexes = {"theta1", "theta2"} if posterior.character == "HMM" else set()
+        assert len(names) - len(simplexes) == posterior.dim, name
         assert callable(getattr(models, posterior.function)), name
         assert posterior.note
 
@@ -210,6 +214,38 @@ def test_garch_variance_recursion_is_stans_loop():
                  "alpha1_interval__": np.log(alpha1 / (1 - alpha1)),
                  "beta1_interval__": np.log(beta1 / (1 - alpha1 - beta1))}
         assert loglik(point) == pytest.approx(norm.logpdf(y, mu, sigma).sum(), rel=1e-12)
+
+
+def test_stick_breaking_and_the_forward_tree_against_numpy():
+    """Stan's simplex transform for K = 3 (the models use K = 2): backward inverts forward,
+    backward(y) is Stan's stick-breaking written out, log_jac_det is log |det| of the Jacobian of
+    y -> x[:K-1] by finite differences; the tree forward algorithm equals Stan's loop for an odd
+    and an even number of steps."""
+    from scipy.special import expit, logsumexp
+
+    from ckam_bench.posteriordb.hmm import hmm_log_likelihood, stick_breaking
+
+    y = pt.dvector("y")
+    backward = pytensor.function([y], stick_breaking.backward(y), mode="FAST_COMPILE")
+    forward = pytensor.function([y], stick_breaking.forward(y), mode="FAST_COMPILE")
+    log_jac = pytensor.function([y], stick_breaking.log_jac_det(y), mode="FAST_COMPILE")
+    y0 = np.array([0.3, -1.2])
+    z = expit(y0 - np.log([2.0, 1.0]))
+    stan = np.array([z[0], (1 - z[0]) * z[1], (1 - z[0]) * (1 - z[1])])
+    np.testing.assert_allclose(backward(y0), stan, rtol=1e-12)
+    np.testing.assert_allclose(forward(stan), y0, rtol=1e-12)
+    jac = np.column_stack([(backward(y0 + h)[:2] - backward(y0 - h)[:2]) / 2e-6 for h in 1e-6 * np.eye(2)])
+    assert log_jac(y0) == pytest.approx(np.log(abs(np.linalg.det(jac))), abs=1e-8)
+
+    rng = np.random.default_rng(3)
+    L, E = pt.dmatrix("L"), pt.dmatrix("E")
+    for n in (7, 8):
+        log_theta, log_emission = np.log(rng.dirichlet(np.ones(3), size=3)), rng.normal(size=(n, 3))
+        gamma = log_emission[0]
+        for t in range(1, n):
+            gamma = logsumexp(gamma[:, None] + log_theta, axis=0) + log_emission[t]
+        tree = pytensor.function([L, E], hmm_log_likelihood(L, E, n), mode="FAST_COMPILE")
+        assert tree(log_theta, log_emission) == pytest.approx(logsumexp(gamma), rel=1e-12)
 
 
 def _tilt_eight_schools_prior(model):
@@ -248,16 +284,30 @@ def _tilt_mom_work_levels(model):
     return loglik((1, 3, 4)) - loglik((2, 3, 4))
 
 
+def _tilt_transposed_transitions(model):
+    """the forward algorithm with theta[k, j] for Stan's theta[j, k] (the transition matrix
+    read by columns): the wrong likelihood minus the right one."""
+    from ckam_bench.posteriordb.hmm import hmm_log_likelihood
+
+    d = load_data("hmm_example")
+    log_theta = pt.log(pt.stack([model["theta1"], model["theta2"]]))
+    emission = pm.logp(pm.Normal.dist(model["mu"], 1.0), d["y"][:, None])
+    return (hmm_log_likelihood(log_theta.T, emission, int(d["N"]))
+            - hmm_log_likelihood(log_theta, emission, int(d["N"])))
+
+
 @pytest.mark.parametrize("name, tilt, n_draws", [
     ("eight_schools-eight_schools_centered", _tilt_eight_schools_prior, FAST_DRAWS),
     ("garch-garch11", _tilt_garch_uniform, FAST_DRAWS),
     pytest.param("arma-arma11", _tilt_arma_prior, None, marks=pytest.mark.slow),
     pytest.param("mesquite-logmesquite", _tilt_missing_jacobian, None, marks=pytest.mark.slow),
     pytest.param("kidiq_with_mom_work-kidscore_mom_work", _tilt_mom_work_levels, None, marks=pytest.mark.slow),
+    pytest.param("hmm_example-hmm_example", _tilt_transposed_transitions, None, marks=pytest.mark.slow),
 ])
 def test_identities_detect_a_wrong_model(name, tilt, n_draws):
     """A translation slip (another prior scale, PyMC's normalised uniform for Stan's flat
-    bounded parameter, a log-Jacobian left out, a misread indicator) makes the identity checks
+    bounded parameter, a log-Jacobian left out, a misread indicator, a transposed transition
+    matrix) makes the identity checks
     fail by more than twice their critical value on the reference draws (the first 1000 in the
     default run, all 10 000 with the slow tests, as in the equality tests), and the independent
     density differ by more than a constant."""

@@ -11,6 +11,9 @@ Jacobian of Stan's unconstrained transform of each parameter (Stan reference man
   ``positive_ordered[K]`` also x1 = exp(y1): plus log x1;
 - ``simplex[2]`` (stick-breaking, x1 = inv_logit(y1)): log x1 + log x2.
 
+Stan's ``dirichlet_lpdf`` (normalised) is scipy's; ``exponential_lpdf(x | rate)`` is written
+out.
+
 The PyMC model's log density at the same draw (unconstrained, with PyMC's log-Jacobians) may
 differ from this by a constant only (Stan's ``~`` drops constants, PyMC keeps them): the test
 asks the differences over a few reference draws to agree to 1e-8.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import logsumexp
 
 from ckam_bench.posteriordb import SUITE, load_data
 
@@ -206,6 +210,59 @@ def arma11(v):
     return target + norm(err, 0, sigma).sum() + _log(sigma)
 
 
+def _forward(log_theta, log_emission):
+    """Stan's forward algorithm, loops as in the program: gamma[t, k] = log_sum_exp_j(gamma[t-1, j]
+    + log(theta[j, k]) + emission[t, k]); target += log_sum_exp(gamma[N])."""
+    n, K = log_emission.shape
+    gamma = np.empty((n, K))
+    gamma[0] = log_emission[0]
+    for t in range(1, n):
+        for k in range(K):
+            gamma[t, k] = logsumexp([gamma[t - 1, j] + log_theta[j, k] + log_emission[t, k] for j in range(K)])
+    return logsumexp(gamma[-1])
+
+
+def _simplex_jacobian(*simplexes):
+    """simplex[2] by stick-breaking: x1 = inv_logit(y), x2 = 1 - x1, log |J| = log x1 + log x2."""
+    return sum(np.log(x[0]) + np.log(x[1]) for x in simplexes)
+
+
+def hmm_example(v):
+    y = load_data("hmm_example")["y"]
+    theta1, theta2, mu = v["theta1"], v["theta2"], v["mu"]
+    target = norm(mu[0], 3, 1) + norm(mu[1], 10, 1)
+    emission = np.array([[norm(y_t, mu[k], 1) for k in range(2)] for y_t in y])
+    target += _forward(np.log([theta1, theta2]), emission)
+    return target + _simplex_jacobian(theta1, theta2) + np.log(mu[0]) + np.log(mu[1] - mu[0])
+
+
+def _drive(data_name, v, emission, positive):
+    d = load_data(data_name)
+    theta1, theta2, phi, lam = v["theta1"], v["theta2"], v["phi"], v["lambda"]
+    target = sum(stats.dirichlet.logpdf(theta, d["alpha"][k]) for k, theta in enumerate((theta1, theta2)))
+    target += norm(phi[0], 0, 1) + norm(phi[1], 3, 1) + norm(lam[0], 0, 1) + norm(lam[1], 3, 1)
+    log_emission = np.array([[emission(d, t, phi[k], lam[k]) for k in range(2)] for t in range(int(d["N"]))])
+    target += _forward(np.log([theta1, theta2]), log_emission)
+    jacobian = _simplex_jacobian(theta1, theta2) + np.log(phi[1] - phi[0]) + np.log(lam[1] - lam[0])
+    if positive:
+        jacobian += np.log(phi[0]) + np.log(lam[0])
+    return target + jacobian
+
+
+def _exponential(x, rate):
+    return np.log(rate) - rate * x
+
+
+def hmm_drive_0(v):
+    return _drive("bball_drive_event_0", v, lambda d, t, phi, lam: _exponential(d["u"][t], phi)
+                  + _exponential(d["v"][t], lam), positive=True)
+
+
+def hmm_drive_1(v):
+    return _drive("bball_drive_event_1", v, lambda d, t, phi, lam: norm(d["u"][t], phi, d["tau"])
+                  + norm(d["v"][t], lam, d["rho"]), positive=False)
+
+
 STAN_NUMPY = {
     "eight_schools-eight_schools_centered": eight_schools_centered,
     "eight_schools-eight_schools_noncentered": eight_schools_noncentered,
@@ -252,6 +309,9 @@ STAN_NUMPY = {
     **{f"nes{year}-nes": (lambda v, name=f"nes{year}": _nes(name, v)) for year in range(1972, 2001, 4)},
     "sblri-blr": lambda v: _blr("sblri", v),
     "arma-arma11": arma11,
+    "hmm_example-hmm_example": hmm_example,
+    "bball_drive_event_0-hmm_drive_0": hmm_drive_0,
+    "bball_drive_event_1-hmm_drive_1": hmm_drive_1,
 }
 
 DRAWS = [0, 2345, 4567, 7891, 9999]

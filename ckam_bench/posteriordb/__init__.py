@@ -135,12 +135,16 @@ SUITE: dict[str, Posterior] = {p.name: p for p in (
        "linear regression, simulated independent design: nearly independent coefficients"),
     # ------------------------------------------------------------------ series.py
     _P("arma-arma11", "arma11", "time series", 4, "ARMA(1,1), the errors a recursion in theta"),
+    # ------------------------------------------------------------------ hmm.py
+    _P("hmm_example-hmm_example", "hmm_example", "HMM", 4,
+       "two-state Gaussian HMM (100 steps), forward algorithm; simplex and positive_ordered parameters"),
+    _P("bball_drive_event_0-hmm_drive_0", "hmm_drive_0", "HMM", 6,
+       "two-state HMM of basketball drives (416 steps), exponential emissions"),
+    _P("bball_drive_event_1-hmm_drive_1", "hmm_drive_1", "HMM", 6,
+       "the same drives with normal emissions of fixed scale"),
 )}
 
 NOT_SHIPPED: dict[str, str] = {
-    "hmm_example-hmm_example": "not translated yet",
-    "bball_drive_event_0-hmm_drive_0": "not translated yet",
-    "bball_drive_event_1-hmm_drive_1": "not translated yet",
     "hudson_lynx_hare-lotka_volterra": "not translated yet",
     "one_comp_mm_elim_abs-one_comp_mm_elim_abs": "not translated yet",
     "mcycle_gp-accel_gp": "its reference draws (posterior_database/reference_posteriors/draws/draws/"

@@ -1,7 +1,7 @@
 """The suite's PyMC models, one function per posteriordb posterior, each equal to posteriordb's
 Stan program (quoted in the docstring, commit in :data:`ckam_bench.posteriordb.POSTERIORDB_COMMIT`):
-the first twelve here, the others by family in :mod:`~ckam_bench.posteriordb.regressions` and
-:mod:`~ckam_bench.posteriordb.series`, re-exported here (every ``target.model`` of the suite is
+the first twelve here, the others by family in :mod:`~ckam_bench.posteriordb.regressions`,
+:mod:`~ckam_bench.posteriordb.series` and :mod:`~ckam_bench.posteriordb.hmm`, re-exported here (every ``target.model`` of the suite is
 ``ckam_bench.posteriordb.models:<function>``).
 
 Translation rules, so that the density on the unconstrained scale is Stan's up to a constant:
@@ -9,7 +9,10 @@ Translation rules, so that the density on the unconstrained scale is Stan's up t
 - a Stan parameter without a prior statement is flat: ``pm.Flat`` (unbounded) or ``pm.HalfFlat``
   (``<lower=0>``); Stan's ``<lower=0>`` is PyMC's log transform (``pm.HalfCauchy``,
   ``pm.HalfNormal``, ``pm.HalfStudentT``, ``pm.Gamma``, ``pm.HalfFlat``), ``<lower=0, upper=1>``
-  its log-odds transform, ``ordered`` its ordered transform (Stan's: x1, log(x2 - x1));
+  its log-odds transform, ``ordered`` its ordered transform (Stan's: x1, log(x2 - x1)),
+  ``positive_ordered`` ``Ordered(positive=True)``, ``simplex`` the stick-breaking transform of
+  :mod:`~ckam_bench.posteriordb.hmm` (``default_transform=None``: PyMC chains a ``transform``
+  after the distribution's default one);
 - a truncated Stan prior (``sigma ~ cauchy(0, 2.5)`` on ``<lower=0>``) is the half
   distribution: they differ by the constant Stan drops;
 - variables are declared in the Stan order where a prior allows it (PyMC needs a variable's
@@ -34,6 +37,7 @@ from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: th
     logearn_interaction, logearn_interaction_z, logearn_logheight_male, logmesquite, logmesquite_logva,
     logmesquite_logvas, logmesquite_logvash, logmesquite_logvolume, nes1972, nes1976, nes1980, nes1984,
     nes1988, nes1992, nes1996, nes2000, sblri_blr)
+from ckam_bench.posteriordb.hmm import hmm_drive_0, hmm_drive_1, hmm_example  # noqa: F401
 from ckam_bench.posteriordb.series import arma11, linear_recursion  # noqa: F401
 
 
@@ -229,9 +233,21 @@ def _gp_pois_from_reference(ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     return {"rho": ref["rho"], "alpha": ref["alpha"], "f_tilde": f_tilde}
 
 
+def _simplex_from_reference(ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The HMMs' simplexes theta1, theta2 (K = 2) from their first coordinate: x2 = 1 - x1 (the
+    float32 draws sum to 1 only to rounding, and Stan's stick-breaking coordinate is logit(x1))."""
+    out = dict(ref)
+    for name in ("theta1", "theta2"):
+        out[name] = np.column_stack([ref[name][:, 0], 1.0 - ref[name][:, 0]])
+    return out
+
+
 _FROM_REFERENCE = {
     "eight_schools-eight_schools_noncentered": _noncentered_from_reference,
     "gp_pois_regr-gp_pois_regr": _gp_pois_from_reference,
+    "hmm_example-hmm_example": _simplex_from_reference,
+    "bball_drive_event_0-hmm_drive_0": _simplex_from_reference,
+    "bball_drive_event_1-hmm_drive_1": _simplex_from_reference,
 }
 
 
