@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -43,6 +44,7 @@ from scipy.special import ndtri
 
 from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, welford
+from ckam_bench.samplers import nuts_metric
 from ckam_bench.samplers.hamiltonian import (
     _I64, GradientSampler, GradientState, _all_finite, _block, _compiled_as, _copy, _DualAveraging, _kick_drift,
     _kinetic, _leapfrog, _reasonable_step, check_burn_in, start_with_gradient,
@@ -71,6 +73,63 @@ def _uturn(p_minus, p_plus, rho, rho0, minv, scratch):
     ρ = rho − rho0 (``scratch``: two work vectors of compiled code)."""
     r = rho - rho0
     return not (np.dot(minv * p_minus, r) > 0.0 and np.dot(minv * p_plus, r) > 0.0)
+
+
+# The tree's metric operations: a diagonal M⁻¹ (1-D ``minv``: the operations of x), or a
+# low-rank metric (2-D, :mod:`~ckam_bench.samplers.nuts_metric`: the tree runs in y = T⁻¹x with
+# M⁻¹ = I, and each leapfrog step evaluates at x = Ty). Compiled: chosen when the kernel is typed.
+def _leapfrog_m(f, x, p, g, eps, minv):
+    if minv.ndim == 1:
+        return _leapfrog(f, x, p, g, eps, minv)
+    return nuts_metric.leapfrog(f, x, p, g, eps, minv)
+
+
+def _kinetic_m(p, minv, numpy_order=False):
+    return _kinetic(p, minv if minv.ndim == 1 else minv[nuts_metric.ONES], numpy_order)
+
+
+def _uturn_m(p_minus, p_plus, rho, rho0, minv, scratch):
+    return _uturn(p_minus, p_plus, rho, rho0, minv if minv.ndim == 1 else minv[nuts_metric.ONES], scratch)
+
+
+def _kick_drift_m(x, p, g, eps, minv):
+    _kick_drift(x, p, g, eps, minv if minv.ndim == 1 else minv[nuts_metric.ONES])
+
+
+if jit.AVAILABLE:
+    from numba.extending import overload as _overload
+
+    def _by_metric(fn, diag, low_rank, arg="minv"):
+        """Compile ``fn`` as ``diag`` when its argument ``arg`` is 1-D, as ``low_rank`` when 2-D."""
+
+        position = list(inspect.signature(fn).parameters).index(arg)
+
+        @functools.wraps(fn)
+        def typer(*args):
+            return diag if args[position].ndim == 1 else low_rank
+
+        _overload(fn)(typer)
+
+    _ONES = nuts_metric.ONES
+    _by_metric(_leapfrog_m, lambda f, x, p, g, eps, minv: _leapfrog(f, x, p, g, eps, minv),
+               lambda f, x, p, g, eps, minv: nuts_metric.leapfrog(f, x, p, g, eps, minv))
+    _by_metric(_kinetic_m, lambda p, minv, numpy_order=False: _kinetic(p, minv, numpy_order),
+               lambda p, minv, numpy_order=False: _kinetic(p, minv[_ONES], numpy_order))
+    _by_metric(_uturn_m, lambda p_minus, p_plus, rho, rho0, minv, scratch: _uturn(p_minus, p_plus, rho, rho0, minv,
+                                                                                   scratch),
+               lambda p_minus, p_plus, rho, rho0, minv, scratch: _uturn(p_minus, p_plus, rho, rho0, minv[_ONES],
+                                                                        scratch))
+    _by_metric(_kick_drift_m, lambda x, p, g, eps, minv: _kick_drift(x, p, g, eps, minv),
+               lambda x, p, g, eps, minv: _kick_drift(x, p, g, eps, minv[_ONES]))
+
+
+@jit.jitable
+def _symmetric_accept(lw):
+    """nuts-rs's symmetric acceptance statistic of a leaf with log weight Δ = H₀ − H:
+    2 min(1, e^Δ)/(1 + e^Δ) = 2e^(−|Δ|)/(1 + e^(−|Δ|)) (1 at Δ = 0, → 0 as |Δ| grows: a leaf
+    far *below* the start's energy counts as badly as one far above)."""
+    e = math.exp(-abs(lw))
+    return 2.0 * e / (1.0 + e)
 
 
 @jit.jitable
@@ -133,7 +192,9 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
     """One multinomial NUTS transition from (x, logp, g) with momentum p, drawing from ``rng``
     the uniforms it uses when it uses them: each doubling's direction, then its leaves' draws,
     then the merge draw (:func:`_coin`: none for a certain event). Updates x, g in place;
-    returns (logp, mean acceptance statistic, leapfrog steps, divergent, depth)."""
+    returns (logp, mean acceptance statistic, leapfrog steps, divergent, depth, mean symmetric
+    acceptance statistic (:func:`_symmetric_accept`), the new state's index in the trajectory:
+    leaves from the start, negative backward, 0 when the chain stays)."""
     xl, pl, gl = work[0], work[1], work[2]  # the trajectory's left end
     xr, pr, gr = work[3], work[4], work[5]  # its right end
     xe, pe, ge = work[6], work[7], work[8]  # the end being extended
@@ -150,13 +211,15 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
     _copy(pr, p)
     _copy(gr, g)
     _copy(rho, p)
-    h0 = -logp + _kinetic(p, minv)
+    h0 = -logp + _kinetic_m(p, minv)
     log_w = 0.0
     logp_s = logp
-    sum_accept = 0.0
+    sum_accept = sum_sym = 0.0
     n_leapfrog = 0
     divergent = False
     depth = 0
+    n_fwd = n_bwd = 0  # leaves already in the trajectory after / before the start
+    index_c = index_s = 0  # trajectory index (leaves from the start, negative backward) of the candidate, the state
     while depth < max_depth:
         forward = rng.random() < 0.5
         if forward:
@@ -174,15 +237,16 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
         valid = True
         n_leaves = 1 << depth
         for leaf in range(n_leaves):
-            lp = _leapfrog(f, xe, pe, ge, eps, minv)
+            lp = _leapfrog_m(f, xe, pe, ge, eps, minv)
             n_leapfrog += 1
-            h = -lp + _kinetic(pe, minv)
+            h = -lp + _kinetic_m(pe, minv)
             if not (math.isfinite(lp) and _all_finite(ge) and h == h) or h - h0 > 1000.0:
                 divergent = True
                 valid = False
                 break
             lw = h0 - h
             sum_accept += 1.0 if lw >= 0.0 else math.exp(lw)
+            sum_sym += _symmetric_accept(lw)
             for k in range(1, depth + 1):
                 if leaf % (1 << k) == 0:
                     _copy(ck_p[k], pe)
@@ -193,9 +257,10 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
                 _copy(xc, xe)
                 _copy(gc, ge)
                 logp_c = lp
+                index_c = n_fwd + leaf + 1 if forward else -(n_bwd + leaf + 1)
             for k in range(1, depth + 1):
                 if (leaf + 1) % (1 << k) == 0:
-                    if _uturn(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
+                    if _uturn_m(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
                         valid = False
                         break
             if not valid:
@@ -206,25 +271,31 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
             _copy(xr, xe)
             _copy(pr, pe)
             _copy(gr, ge)
+            n_fwd += n_leaves
         else:
             _copy(xl, xe)
             _copy(pl, pe)
             _copy(gl, ge)
+            n_bwd += n_leaves
         if _coin(rng, log_w_sub - log_w):
             _copy(x, xc)
             _copy(g, gc)
             logp_s = logp_c
+            index_s = index_c
         log_w = _logaddexp(log_w, log_w_sub)
         rho += rho_sub
         depth += 1
-        if _uturn(pl, pr, rho, zero, minv, scratch):
+        if _uturn_m(pl, pr, rho, zero, minv, scratch):
             break
     stat = sum_accept / n_leapfrog if n_leapfrog > 0 else 0.0
-    return logp_s, stat, n_leapfrog, divergent, depth
+    sym = sum_sym / n_leapfrog if n_leapfrog > 0 else 0.0
+    return logp_s, stat, n_leapfrog, divergent, depth, sym, index_s
 
 
 # the tree's scalars, in ``ts``
-_H0, _LOG_W, _LOGP_S, _SUM_ACCEPT, _N_LF, _DIVERGENT, _DEPTH, _FORWARD, _LOG_W_SUB, _LOGP_C, _LEAF, _STEP = range(12)
+(_H0, _LOG_W, _LOGP_S, _SUM_ACCEPT, _N_LF, _DIVERGENT, _DEPTH, _FORWARD, _LOG_W_SUB, _LOGP_C, _LEAF, _STEP,
+ _SUM_SYM, _N_FWD, _N_BWD, _INDEX_C, _INDEX_S) = range(17)
+TS_SIZE = 17
 
 
 @jit.jitable
@@ -246,7 +317,7 @@ def _doubling(minv, rng, work, ts):
     ts[_LOGP_C] = -math.inf
     work[12][:] = 0.0
     ts[_LEAF] = 0.0
-    _kick_drift(xe, pe, ge, ts[_STEP] if forward else -ts[_STEP], minv)
+    _kick_drift_m(xe, pe, ge, ts[_STEP] if forward else -ts[_STEP], minv)
 
 
 def _nuts_start(x, logp, g, p, minv, step, rng, work, ts):
@@ -259,7 +330,7 @@ def _nuts_start(x, logp, g, p, minv, step, rng, work, ts):
     _copy(work[11], p)
     work[13][:] = 0.0
     ts[:] = 0.0
-    ts[_H0] = -logp + _kinetic(p, minv, True)
+    ts[_H0] = -logp + _kinetic_m(p, minv, True)
     ts[_LOGP_S] = logp
     ts[_STEP] = step
     _doubling(minv, rng, work, ts)
@@ -280,12 +351,13 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
     for j in range(pe.shape[0]):  # the leaf's last half kick (as _leapfrog)
         pe[j] += (0.5 * eps) * ge[j]
     ts[_N_LF] += 1.0
-    h = -lp + _kinetic(pe, minv, True)
+    h = -lp + _kinetic_m(pe, minv, True)
     if not (math.isfinite(lp) and _all_finite(ge) and h == h) or h - ts[_H0] > 1000.0:
         ts[_DIVERGENT] = 1.0
         return False
     lw = ts[_H0] - h
     ts[_SUM_ACCEPT] += 1.0 if lw >= 0.0 else math.exp(lw)
+    ts[_SUM_SYM] += _symmetric_accept(lw)
     for k in range(1, depth + 1):
         if leaf % (1 << k) == 0:
             _copy(ck_p[k], pe)
@@ -296,30 +368,34 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
         _copy(xc, xe)
         _copy(gc, ge)
         ts[_LOGP_C] = lp
+        ts[_INDEX_C] = ts[_N_FWD] + leaf + 1 if forward else -(ts[_N_BWD] + leaf + 1)
     for k in range(1, depth + 1):
         if (leaf + 1) % (1 << k) == 0:
-            if _uturn(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
+            if _uturn_m(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
                 return False
     ts[_LEAF] = leaf + 1
     if leaf + 1 < (1 << depth):
-        _kick_drift(xe, pe, ge, eps, minv)
+        _kick_drift_m(xe, pe, ge, eps, minv)
         return True
     if forward:
         _copy(xr, xe)
         _copy(pr, pe)
         _copy(gr, ge)
+        ts[_N_FWD] += 1 << depth
     else:
         _copy(xl, xe)
         _copy(pl, pe)
         _copy(gl, ge)
+        ts[_N_BWD] += 1 << depth
     if _coin(rng, ts[_LOG_W_SUB] - ts[_LOG_W]):
         _copy(x, xc)
         _copy(g, gc)
         ts[_LOGP_S] = ts[_LOGP_C]
+        ts[_INDEX_S] = ts[_INDEX_C]
     ts[_LOG_W] = _logaddexp(ts[_LOG_W], ts[_LOG_W_SUB])
     rho += rho_sub
     ts[_DEPTH] = depth + 1
-    if _uturn(pl, pr, rho, zero, minv, scratch) or depth + 1 >= max_depth:
+    if _uturn_m(pl, pr, rho, zero, minv, scratch) or depth + 1 >= max_depth:
         return False
     _doubling(minv, rng, work, ts)
     return True
@@ -335,7 +411,8 @@ def _nuts_steps(f, x, logp, g, p, minv, step, rng, max_depth, work, *, tree_rng,
         pass
     n_leapfrog = int(ts[_N_LF])
     stat = ts[_SUM_ACCEPT] / n_leapfrog if n_leapfrog > 0 else 0.0
-    return ts[_LOGP_S], stat, n_leapfrog, ts[_DIVERGENT] == 1.0, int(ts[_DEPTH])
+    sym = ts[_SUM_SYM] / n_leapfrog if n_leapfrog > 0 else 0.0
+    return ts[_LOGP_S], stat, n_leapfrog, ts[_DIVERGENT] == 1.0, int(ts[_DEPTH]), sym, int(ts[_INDEX_S])
 
 
 @jit.jitable
@@ -384,7 +461,7 @@ def _nuts_loop(f, transition, x, logp, g, step, minv, da, wf, t0, burn_in, windo
             n_evals += evals
             dual_averaging.restart(da, step)
         _copy(x_old, x)
-        logp, stat, n_lf, divergent, depth = transition(f, x, logp, g, p, minv, step, rng, max_depth, work)
+        logp, stat, n_lf, divergent, depth, _, _ = transition(f, x, logp, g, p, minv, step, rng, max_depth, work)
         n_evals += n_lf
         n_divergent += divergent
         moved = False
@@ -503,7 +580,7 @@ class NUTS(GradientSampler, _DualAveraging):
                          _NDTRI, 1, 0.8, 0.05, 10.0, 0.75)
         elif jit.enabled():  # the Python loop's compiled steps
             x, d, rng = np.array(target.start, dtype=float), target.dim, np.random.default_rng(0)
-            work, ts = _nuts_work(self.max_depth, d), np.zeros(12)
+            work, ts = _nuts_work(self.max_depth, d), np.zeros(TS_SIZE)
             _NUTS_START(x, 0.0, np.zeros(d), np.zeros(d), np.ones(d), 0.1, _tree_rng(rng), work, ts)
             _NUTS_JOIN(0.0, x, np.zeros(d), np.ones(d), _tree_rng(rng), self.max_depth, work, ts)
 
@@ -525,7 +602,7 @@ class NUTS(GradientSampler, _DualAveraging):
             out = _nuts_kernel(self._compiled, *args, _NDTRI, *params)
         else:
             transition = _nuts_transition if not self._compiled_steps else functools.partial(
-                _nuts_steps, tree_rng=_tree_rng(self.rng), ts=np.zeros(12))
+                _nuts_steps, tree_rng=_tree_rng(self.rng), ts=np.zeros(TS_SIZE))
             out = _nuts_loop(self._density_and_grad(), transition, *args, ndtri, *params)
         (x, logp, g, step, samples, k, accepted, accept_prob, steps, logps, n_evals, n_div, depths) = out
         self._count(n_evals)
