@@ -57,6 +57,21 @@ def update(state, accept_stat, target, gamma, t0, kappa):
 
 
 @jit.jitable
+def update_bounded(state, accept_stat, target, gamma, t0, kappa, max_log_step):
+    """:func:`update` with log ε_t capped at ``max_log_step`` before it enters the average
+    (nuts-rs caps ε at π); returns the new ε_t."""
+    state[4] += 1.0
+    t = state[4]
+    w = 1.0 / (t + t0)
+    stat = accept_stat if accept_stat == accept_stat else 0.0  # NaN counts as 0
+    state[1] = (1.0 - w) * state[1] + w * (target - stat)
+    state[2] = min(state[0] - math.sqrt(t) / gamma * state[1], max_log_step)
+    eta = t ** (-kappa)
+    state[3] = eta * state[2] + (1.0 - eta) * state[3]
+    return math.exp(state[2])
+
+
+@jit.jitable
 def final(state):
     """The averaged step size exp(log ε̄) used once adaptation has stopped."""
     return math.exp(state[3])
