@@ -14,6 +14,9 @@
   be loaded is a :class:`~ckam_bench.validate.ConfigError` naming ``target.model``.
 * ``${ckam_plugins:}`` — ``hydra.searchpath`` entries of the installed plugins
   (:mod:`ckam_bench.plugins`).
+* ``${posteriordb_models:subset}`` — the ``target.model`` values of the posteriordb suite's
+  posteriors chosen by ``subset`` (:mod:`ckam_bench.posteriordb.subset`), comma-separated for
+  the suite experiment's sweep; a term that selects nothing is a ConfigError.
 """
 
 from __future__ import annotations
@@ -52,6 +55,16 @@ def pymc_dim(spec) -> int:
         raise ConfigError(f"target.{exc}") from None
 
 
+def posteriordb_models(subset) -> str:
+    from ckam_bench.posteriordb.subset import SubsetError, model_specs
+    from ckam_bench.validate import ConfigError
+
+    try:
+        return model_specs(subset)
+    except SubsetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("optimal_scale"):
         OmegaConf.register_new_resolver("optimal_scale", optimal_scale)
@@ -67,3 +80,5 @@ def register_resolvers() -> None:
         from ckam_bench.plugins import search_path
 
         OmegaConf.register_new_resolver("ckam_plugins", search_path)
+    if not OmegaConf.has_resolver("posteriordb_models"):
+        OmegaConf.register_new_resolver("posteriordb_models", posteriordb_models)

@@ -368,12 +368,19 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
     return rows
 
 
-def posteriordb_rows() -> list[tuple[str, str, str]]:
-    """(posterior, what makes it a test, capabilities) for every posterior of the suite."""
-    from ckam_bench.posteriordb import SUITE
+def posteriordb_rows(overrides=()) -> list[tuple[str, str, str]]:
+    """(posterior, what makes it a test, capabilities) for every posterior of the suite, or of
+    the ``posteriordb.subset=[...]`` among ``overrides``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from ckam_bench.posteriordb.subset import select
+
+    subset = None
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        if o.key_or_group == "posteriordb.subset":
+            subset = o.value()
     return [(p.name, p.note, f"d={p.dim}, {p.character}, posteriordb reference draws; "
-             f"target=pymc target.model={p.model}") for p in SUITE.values()]
+             f"target=pymc target.model={p.model}") for p in select(subset)]
 
 
 def _print_rows(title: str, rows, out) -> None:
@@ -396,7 +403,8 @@ def print_list(groups=LISTS, out=sys.stdout, overrides=()) -> None:
         GlobalHydra.instance().clear()
         with initialize_config_module("ckam_bench.conf", version_base="1.3"):
             for group in groups:
-                rows = posteriordb_rows() if group == "posteriordb" else entries(group, overrides)
+                rows = (posteriordb_rows(overrides) if group == "posteriordb"
+                        else entries(group, [o for o in overrides if not o.startswith("posteriordb.")]))
                 _print_rows(group, rows, out)
 
 
@@ -413,11 +421,16 @@ def list_command(args: list[str]) -> int:
             print(f"ckam-bench: unknown config group '{group}'{hint} "
                   f"(groups: {', '.join(LISTS)})", file=sys.stderr)
             return 2
+    from ckam_bench.posteriordb.subset import SubsetError
+
     try:
         print_list(groups, overrides=overrides)
         sys.stdout.flush()
     except BrokenPipeError:  # `ckam-bench list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except SubsetError as exc:
+        print(f"ckam-bench: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

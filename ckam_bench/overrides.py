@@ -96,6 +96,14 @@ def problem(args: list[str], config_name: str = "config",
     except HydraException as exc:
         return f"cannot read the command line: {str(exc).splitlines()[0]}"
     searchpath = [o.input_line for o in overrides if o.key_or_group == "hydra.searchpath"]
+    for o in overrides:  # read by a resolver while Hydra expands the sweep: checked here
+        if o.key_or_group == "posteriordb.subset" and not (o.is_delete() or o.is_sweep_override()):
+            from ckam_bench.posteriordb.subset import SubsetError, select
+
+            try:
+                select(o.value())
+            except SubsetError as exc:
+                return str(exc)
     GlobalHydra.instance().clear()
     with initialize_config_module(config_module, version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()

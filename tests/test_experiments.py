@@ -314,8 +314,14 @@ def test_slurm_launcher_config():
     # submitit's warning (signal_delay_s)
     # (time-budgeted experiments; iteration-capped ones end long before their nominal seconds)
     budgets = [composed(f"experiment={e}").budget for e in options("experiment")]
-    longest = max(b.seconds for b in budgets if b.max_iterations is None)
+    timed = [b for b in budgets if b.max_iterations is None and b.max_density is None and b.max_grad is None]
+    longest = max(b.seconds for b in timed)
     assert launcher.timeout_min * 60 > 2 * longest + 60 + launcher.signal_delay_s
+    # evaluation-budgeted suites (posteriordb) stop at their wall-clock guard at the latest
+    for b in budgets:
+        if b.max_iterations is None and (b.max_density is not None or b.max_grad is not None):
+            assert b.wall_seconds is not None
+            assert launcher.timeout_min * 60 > b.wall_seconds + launcher.signal_delay_s
 
 
 def test_sweep_folders_are_unique_per_sweep():
