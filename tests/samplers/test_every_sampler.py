@@ -132,15 +132,43 @@ JAX_PEERS = ("blackjax_nuts", "numpyro_nuts")
 tests/samplers/test_peers.py counts them against the libraries' own leapfrog counts."""
 
 
+def evaluating_compiled(target):
+    """``target`` whose Python density and gradient return what its compiled
+    density-and-gradient returns (the one function NUTS's compiled loops call), so that both
+    loops see the same numbers. NUTS's dual averaging, and the metric nutpie's schedule
+    recomputes after every draw, amplify the last-bit differences between a target's numpy and
+    compiled arithmetic until, by chance, a tree decides differently within 400 iterations
+    (NUTS on gauss2d_corr: seed 6 of seeds 0–7; nuts_fisher_stan: seeds 4 and 5); with the same
+    numbers the two loops make the same chain (d = 2: to the bit), for every seed."""
+    from ckam_bench import jit
+
+    make = getattr(target, "jit_log_density_and_grad", None)
+    fn = make() if make is not None and jit.AVAILABLE else None
+    if fn is None:
+        return target
+
+    def grad(x):
+        out = np.empty(target.dim)
+        fn(np.ascontiguousarray(x, dtype=float), out)
+        return out
+
+    target._log_density = lambda x: fn(np.ascontiguousarray(x, dtype=float), np.empty(target.dim))
+    target._grad_log_density = grad
+    return target
+
+
 @pytest.mark.parametrize("name", [n for n in sampler_names() if n not in JAX_PEERS])
 def test_every_evaluation_is_counted(name, monkeypatch):
+    from ckam_bench.samplers.nuts import NUTS
+
     make_sampler, make_target = build(name)
+    same_numbers = isinstance(make_sampler(), NUTS)
     monkeypatch.setenv("CKAM_BENCH_JIT", "0")
-    wrapped = Counting(make_target())
+    wrapped = Counting(evaluating_compiled(make_target()) if same_numbers else make_target())
     assert not make_sampler().skip(wrapped)[0], name
     run(make_sampler, wrapped, SPLITS[1])
     assert wrapped.calls == counters(wrapped), name
-    python = make_target()
+    python = evaluating_compiled(make_target()) if same_numbers else make_target()
     run(make_sampler, python, SPLITS[1])
     assert counters(python) == wrapped.calls
     monkeypatch.setenv("CKAM_BENCH_JIT", "1")

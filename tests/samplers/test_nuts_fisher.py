@@ -1,0 +1,326 @@
+"""nutpie's adaptation in our NUTS (ckam_bench.samplers.nuts_adaptation): the Fisher estimators
+against their closed forms, the low-rank metric's maps, nuts-rs's schedule, and each config's
+chain: invariance from exact draws, the stationarity check, a kernel fixed after warm-up, the
+same chain on both loops, and what it learns."""
+
+import math
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.utils import instantiate
+
+from ckam_bench import jit
+from ckam_bench.adaptation import fisher, welford
+from ckam_bench.samplers import nuts_adaptation as na
+from ckam_bench.samplers import nuts_metric
+from ckam_bench.samplers.nuts_adaptation import AdaptedNUTS, nutpie_switches
+from ckam_bench.targets.base import Target
+from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr, gp51, neal100
+from tests.samplers.invariance import assert_stationary, check_moments, run_chains
+
+CONFIGS = ("nuts_fisher", "nuts_fisher_stan", "nuts_stan_nutpie", "nuts_lowrank")
+
+
+def _config(name, **overrides):
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"sampler={name}"]
+                      + [f"sampler.{k}={v}" for k, v in overrides.items()])
+    return lambda: instantiate(cfg.sampler)
+
+
+def _planted(d, n, rng, strength=99.0):
+    """n exact draws and gradients of N(0, Σ), Σ = D(I + strength·uuᵀ)D (u a unit vector)."""
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    scale = np.exp(rng.uniform(-1.0, 1.0, d))
+    cov = scale[:, None] * (np.eye(d) + strength * np.outer(u, u)) * scale[None, :]
+    draws = rng.standard_normal((n, d)) @ np.linalg.cholesky(cov).T
+    return draws, -np.linalg.solve(cov, draws.T).T, cov
+
+
+# ---------------------------------------------------------------- estimators: closed forms
+def test_fisher_diagonal_is_the_ratio_of_sample_variances_and_its_gaussian_limit():
+    rng = np.random.default_rng(0)
+    cov = np.array([[4.0, 1.2, 0.0], [1.2, 1.0, 0.0], [0.0, 0.0, 0.09]])
+    draws = rng.standard_normal((40000, 3)) @ np.linalg.cholesky(cov).T
+    grads = -np.linalg.solve(cov, draws.T).T
+    est = fisher.diag_init(3)
+    for x, g in zip(draws, grads):
+        fisher.diag_update(est, x, g)
+    minv = np.ones(3)
+    assert fisher.fisher_into(est, minv)
+    np.testing.assert_allclose(minv, np.sqrt(draws.var(0, ddof=1) / grads.var(0, ddof=1)), rtol=1e-10)
+    # the population limit √(Σⱼⱼ/(Σ⁻¹)ⱼⱼ): the marginal variance of the independent coordinate
+    limit = np.sqrt(np.diag(cov) / np.diag(np.linalg.inv(cov)))
+    np.testing.assert_allclose(minv, limit, rtol=0.03)
+    assert minv[2] == pytest.approx(0.09, rel=0.03)
+
+
+def test_fisher_start_foreground_background_and_stans_variance():
+    minv = np.empty(4)
+    fisher.gradient_init_into(np.array([2.0, 0.0, -np.inf, np.nan]), minv)
+    np.testing.assert_array_equal(minv, [0.5, 1e20, 1e-20, 1.0])
+    rng = np.random.default_rng(1)
+    draws, grads = rng.standard_normal((30, 2)), rng.standard_normal((30, 2))
+    est = fisher.diag_init(2)
+    for x, g in zip(draws[:2], grads[:2]):
+        fisher.diag_update(est, x, g)
+    assert not fisher.fisher_into(est, minv) and not fisher.variance_into(est, minv)  # < 3 draws
+    for x, g in zip(draws[2:12], grads[2:12]):
+        fisher.diag_update(est, x, g)
+    fisher.diag_switch(est)  # the foreground is the background: all 12 draws; a new background
+    assert (fisher.diag_count(est, False), fisher.diag_count(est, True)) == (12, 0)
+    for x, g in zip(draws[12:], grads[12:]):
+        fisher.diag_update(est, x, g)
+    assert (fisher.diag_count(est, False), fisher.diag_count(est, True)) == (30, 18)
+    fisher.diag_switch(est)  # only the 18 draws since the switch
+    out = np.empty(2)
+    fisher.fisher_into(est, out)
+    np.testing.assert_allclose(out, np.sqrt(draws[12:].var(0, ddof=1) / grads[12:].var(0, ddof=1)), rtol=1e-12)
+    fisher.variance_into(est, out)
+    n = 18
+    np.testing.assert_allclose(out, n / (n + 5) * draws[12:].var(0, ddof=1) + 1e-3 * 5 / (n + 5), rtol=1e-12)
+    wf = welford.init(2)
+    for x in draws[12:]:
+        welford.update(wf, x)
+    np.testing.assert_array_equal(est[:5], wf)
+
+
+def test_geometric_mean_solves_a_cg_a_equals_cx():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 6, 6))
+    cx, cg = a @ a.T + np.eye(6), b @ b.T + 0.1 * np.eye(6)
+    mean = fisher.spd_geometric_mean(cx, cg)
+    np.testing.assert_allclose(mean @ cg @ mean, cx, atol=1e-9)
+    assert np.all(np.linalg.eigvalsh(mean) > 0)
+    np.testing.assert_allclose(fisher.spd_geometric_mean(cx, np.linalg.inv(cx)), cx, atol=1e-9)  # Cov g = Σ⁻¹
+
+
+@pytest.mark.parametrize("d, n, error", [(10, 4000, 0.03), (50, 200, 0.06)])
+def test_low_rank_recovers_a_planted_direction(d, n, error):
+    """On N(0, Σ) with one direction 100× stronger the estimate is Σ itself (its population limit),
+    up to sampling error; with n < d/2 through the basis of the draws' and gradients' span."""
+    draws, grads, cov = _planted(d, n, np.random.default_rng(d))
+    ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0)
+    assert ok and 1 <= len(values) < d
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(len(values)), atol=1e-10)
+    assert np.all((values > 2.0) | (values < 0.5))
+    metric = nuts_metric.inverse_metric(nuts_metric.pack(sigma, values, vectors))
+    assert np.linalg.norm(metric - cov) < error * np.linalg.norm(cov)
+    top, truth = np.linalg.eigh(metric)[1][:, -1], np.linalg.eigh(cov)[1][:, -1]
+    assert abs(top @ truth) > 0.999
+
+
+def test_low_rank_buffer_keeps_foreground_and_background():
+    est = fisher.low_rank_init(2, 10)
+    for k in range(5):
+        fisher.low_rank_update(est, np.full(2, k), np.full(2, -k))
+    fisher.low_rank_switch(est)  # nothing before the split yet: all 5 stay
+    for k in range(5, 8):
+        fisher.low_rank_update(est, np.full(2, k), np.full(2, -k))
+    assert (fisher.low_rank_count(est, False), fisher.low_rank_count(est, True)) == (8, 3)
+    fisher.low_rank_switch(est)
+    assert (fisher.low_rank_count(est, False), fisher.low_rank_count(est, True)) == (3, 0)
+    np.testing.assert_array_equal(est[1:4, 0], [5, 6, 7])
+    np.testing.assert_array_equal(est[1:4, 3], [-5, -6, -7])
+
+
+# ---------------------------------------------------------------- the low-rank metric's maps
+def test_low_rank_maps_factor_the_inverse_metric():
+    rng = np.random.default_rng(3)
+    d = 7
+    vectors = np.linalg.qr(rng.standard_normal((d, 3)))[0]
+    metric = nuts_metric.pack(np.exp(rng.standard_normal(d)), np.array([9.0, 0.2, 30.0]), vectors)
+    dense = np.empty((d, d))
+    for j in range(d):
+        nuts_metric.to_x(metric, np.eye(d)[j], dense[:, j])
+    np.testing.assert_allclose(dense @ dense.T, nuts_metric.inverse_metric(metric), rtol=1e-12, atol=1e-12)
+    v, out, back = rng.standard_normal(d), np.empty(d), np.empty(d)
+    nuts_metric.grad_to_y(metric, v, out)
+    np.testing.assert_allclose(out, dense.T @ v, rtol=1e-12)
+    nuts_metric.to_y(metric, v, out)
+    nuts_metric.to_x(metric, out, back)
+    np.testing.assert_allclose(back, v, rtol=1e-12)
+    nuts_metric.grad_to_x(metric, v, out)
+    np.testing.assert_allclose(out, np.linalg.solve(dense.T, v), rtol=1e-10)
+    # a leapfrog step in y is the step with M⁻¹ in x
+    a = rng.standard_normal((d, d))
+    target = Gaussian(np.zeros(d), a @ a.T + np.eye(d), d)
+    f = lambda x, g: (g.__setitem__(slice(None), target._grad_log_density(x)), target._log_density(x))[1]
+    x0, p0 = target.sample(1, rng)[0], rng.standard_normal(d)
+    y, gy, p = np.empty(d), np.empty(d), p0.copy()
+    nuts_metric.to_y(metric, x0, y)
+    nuts_metric.grad_to_y(metric, target._grad_log_density(x0), gy)
+    for _ in range(3):
+        nuts_metric.leapfrog(f, y, p, gy, 0.1, metric)
+    minv = nuts_metric.inverse_metric(metric)
+    xs, ps = x0.copy(), np.linalg.solve(dense.T, p0)  # the momentum in x: p_x = T⁻ᵀp_y
+    for _ in range(3):
+        ps = ps + 0.05 * target._grad_log_density(xs)
+        xs = xs + 0.1 * minv @ ps
+        ps = ps + 0.05 * target._grad_log_density(xs)
+    nuts_metric.to_x(metric, y, back)
+    np.testing.assert_allclose(back, xs, rtol=1e-9)
+
+
+# ---------------------------------------------------------------- the schedule
+def test_nutpie_schedule_switches_where_nuts_rs_does():
+    """_nutpie_adapt switches where nutpie_switches says when every draw enters; 10-draw
+    windows early, then 80 growing ×1.5 while the next still ends before the final window."""
+    assert nutpie_switches(500) == [8, 18, 28, 38, 48, 58, 68, 78, 88, 98, 108, 118, 128, 138, 148, 228]
+    assert nutpie_switches(1000)[-3:] == [298, 378, 498]
+    burn_in, d = 200, 3
+    s = AdaptedNUTS(burn_in=burn_in)
+    params = s._params()
+    rng = np.random.default_rng(4)
+
+    def f(x, g):
+        g[:] = -x
+        return -0.5 * float(x @ x)
+
+    x = rng.standard_normal(d)
+    metric, est = np.ones(d), fisher.diag_init(d)
+    fisher.diag_update(est, x, -x)
+    sched, da, work = np.array([80.0, 0.0, 1.0]), np.zeros(5), np.zeros((20, d))
+    switches, changes = [], []
+    for t in range(burn_in):
+        x, g = rng.standard_normal((2, d))  # g: any numbers, so that each draw changes the estimate
+        before = fisher.diag_count(est, True)
+        old = metric.copy()
+        step, metric, evals = na._nutpie_adapt(f, t, burn_in, 0.8, 0.8, False, 1, x, f(x, np.empty(d)), g,
+                                               rng.standard_normal(d), metric, da, est, sched, params, work,
+                                               np.empty(d), np.empty(d), np.empty(d))
+        if fisher.diag_count(est, True) < before:
+            switches.append(t)
+        if not np.array_equal(old, metric):
+            changes.append(t)
+        assert (evals > 0) == (t == 1)  # the step-size search at the first metric change
+    assert switches == nutpie_switches(burn_in)
+    assert changes == list(range(1, s.final_start))  # after every draw, up to the final window
+    assert 0.0 < step <= math.pi
+
+
+def test_describe_and_settings():
+    info = AdaptedNUTS(burn_in=500).describe()
+    assert info["adaptation"] == "finite" and info["kernel"].startswith("fixed after warm-up")
+    assert (info["early_end"], info["final_window_start"]) == (150, 425) and "window_ends" not in info
+    assert AdaptedNUTS(schedule="stan").describe()["window_ends"] == [99, 149, 249, 449]
+    assert AdaptedNUTS(burn_in=0).describe()["adaptation"] == "none"
+    for kwargs, message in [({"estimator": "dense"}, "estimator must be"), ({"schedule": "x"}, "schedule must be"),
+                            ({"early_window": 0.9}, "early_window \\+ step_size_window"),
+                            ({"eigval_cutoff": 0.5}, "eigval_cutoff must be"),
+                            ({"window_growth": 0.5}, "window_growth must be")]:
+        with pytest.raises(ValueError, match=f"^{message}"):
+            AdaptedNUTS(**kwargs)
+
+
+# ---------------------------------------------------------------- the chains
+@pytest.mark.parametrize("name", CONFIGS)
+def test_invariance_from_exact_draws(name):
+    target = gauss2d_corr()
+    samples, _ = run_chains(_config(name, burn_in=300), target, 4, 2500, seed=11)
+    check_moments(samples, target.mean, target.variance)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_stationarity_check(name):
+    assert_stationary(_config(name, burn_in=200), gauss2d_corr(), n_chains=60, times=[200, 700], seed=5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONFIGS)
+def test_invariance_and_stationarity_on_gp51(name):
+    target = gp51()
+    samples, _ = run_chains(_config(name, burn_in=500), target, 4, 3000, seed=12, block=1000)
+    check_moments(samples, target.mean, target.variance)
+    assert_stationary(_config(name, burn_in=300), target, n_chains=60, times=[300, 1300], seed=6)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_the_kernel_is_fixed_after_warm_up(name):
+    target = gauss2d_corr()
+    s = _config(name, burn_in=100)()
+    state = s.init(target, None, np.random.default_rng(7))
+    state, _ = s.advance(state, 100)
+    frozen = (state.inv_metric.copy(), state.step)
+    for n in (1, 57):
+        state, block = s.advance(state, n)
+        np.testing.assert_array_equal(state.inv_metric, frozen[0])
+        assert state.step == frozen[1]
+        jitter = s.step_jitter
+        assert np.all(np.abs(block.step_size / frozen[1] - 1.0) <= jitter + 1e-12)
+
+
+def _shared_density(base):
+    """(Plain, Compiled) targets evaluating one compiled density-and-gradient: Plain through
+    Python (the Python loops), Compiled in the kernels, so the two compute the same numbers."""
+    fn = base.jit_log_density_and_grad()
+
+    class Plain(Target):
+        name = "shared"
+
+        def _log_density(self, x):
+            return fn(np.ascontiguousarray(x, dtype=float), np.empty(self.dim))
+
+        def _grad_log_density(self, x):
+            out = np.empty(self.dim)
+            fn(np.ascontiguousarray(x, dtype=float), out)
+            return out
+
+    class Compiled(Plain):
+        def jit_log_density_and_grad(self):
+            return fn
+
+    return Plain(base.dim, base.start), Compiled(base.dim, base.start)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_loop_makes_the_same_chain(name, monkeypatch):
+    """On the same numbers (d = 2: the kinetic energy's sums agree) the kernel, the Python loop
+    with compiled tree steps and the Python loop (CKAM_BENCH_JIT=0) make the same chain, to the
+    bit, with the same evaluations, in uneven blocks."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    chains = []
+    for switch, which in (("1", 1), ("1", 0), ("0", 0)):
+        monkeypatch.setenv(jit.ENV, switch)
+        target = _shared_density(gauss2d_corr())[which]
+        s = _config(name, burn_in=60, max_depth=6)()
+        s.warm_up(target)
+        state = s.init(target, None, np.random.default_rng(5))
+        assert (s._compiled is not None) == (which == 1)
+        blocks = []
+        for n in (1, 58, 1, 20, 83, 37):
+            state, b = s.advance(state, n)
+            blocks.append(b)
+        chains.append((np.concatenate([b.samples for b in blocks]), np.concatenate([b.step_size for b in blocks]),
+                       state.inv_metric, target.n_grad, target.n_density, str(s.rng.bit_generator.state)))
+    for a, b, c in zip(*chains):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_fisher_learns_independent_scales():
+    target = neal100()
+    s = AdaptedNUTS(burn_in=500, step_jitter=0.1)
+    state = s.init(target, target.sample(1, np.random.default_rng(8))[0], np.random.default_rng(8))
+    state, _ = s.advance(state, 500)
+    ratio = state.inv_metric / target.variance
+    assert 0.5 < np.median(ratio) < 2.0 and np.all((ratio > 0.2) & (ratio < 5.0))
+
+
+def test_low_rank_learns_a_planted_direction():
+    """A 20-d Gaussian with one direction 100× the others: after warm-up the metric's top
+    eigenvector is that direction, and the trees are short."""
+    rng = np.random.default_rng(9)
+    _, _, cov = _planted(20, 1, rng)
+    target = Gaussian(np.zeros(20), cov, 20)
+    s = AdaptedNUTS(estimator="low_rank", burn_in=400, step_jitter=0.1)
+    state = s.init(target, target.sample(1, rng)[0], np.random.default_rng(9))
+    state, _ = s.advance(state, 400)
+    metric = nuts_metric.inverse_metric(state.inv_metric)
+    assert abs(np.linalg.eigh(metric)[1][:, -1] @ np.linalg.eigh(cov)[1][:, -1]) > 0.99
+    assert state.inv_metric.shape[0] > nuts_metric.U and s.trace_columns(state)["metric_rank"] >= 1
+    state, _ = s.advance(state, 200)
+    assert state.mean_depth < 4.0
