@@ -368,7 +368,8 @@ def _app_main(cfg) -> int:
     cli.note_sweep_job(out_dir, ran=True)
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
-            "experiment": experiment or "default", "kernel": choices.get("kernel"),
+            "experiment": experiment or "default",
+            "kernel": choices.get("kernel") if getattr(probe, "kernel", None) is not None else "none",
             "label": choices.get("sampler") + (f" [{experiment}]" if experiment else ""),
             **{k: v for k, v in probe.describe().items() if isinstance(v, (str, int, float))},
             "config": OmegaConf.to_container(cfg.sampler, resolve=True)}

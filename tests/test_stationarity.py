@@ -111,6 +111,7 @@ def test_command_writes_verdict_and_figure_and_never_overwrites(tmp_path):
         assert (out / name).exists()
     info = json.loads((out / "check.json").read_text())
     assert info["verdict"] == "pass" and info["n_chains"] == 20
+    assert info["kernel"] == "none"  # rw has no kernel (the default kernel choice is not its)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     again = _cli(tmp_path, *args)  # the same check again: done already, nothing rewritten
     assert again.returncode == 0 and "already checked" in again.stderr
