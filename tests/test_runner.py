@@ -210,8 +210,9 @@ def test_interrupt_writes_final_checkpoint(tmp_path):
     status = _runner(tmp_path, Interrupting(), Budget(seconds=60)).run()
     assert status["state"] == "interrupted"
     trace = pd.read_parquet(tmp_path / store.TRACE)
-    # the rows stay on the checkpoint schedule; the status and resume state hold the stop
-    assert trace.empty or trace.iterations.iloc[-1] < status["totals"]["iterations"]
+    # the rows stay on the checkpoint schedule (on a loaded machine a scheduled checkpoint can
+    # fall on the last block before the stop); the status and resume state hold the stop
+    assert trace.empty or trace.iterations.iloc[-1] <= status["totals"]["iterations"]
     assert status["totals"]["iterations"] > 5000
     assert json.loads((tmp_path / store.STATUS).read_text())["state"] == "interrupted"
     assert store.read_resume(tmp_path / store.RESUME)[1]["iterations"] > 5000
@@ -250,14 +251,15 @@ def _cli_trace(tmp_path, name, *overrides):
                                                   ("density", "n_density", "max_density")])
 def test_equal_cost_checkpoints_land_on_the_same_x(tmp_path, unit, column, budget):
     """Two samplers of different speed checkpointed on a cost axis share their x values."""
-    args = ["budget.seconds=60", f"budget.{budget}=200000", f"checkpoint.on={unit}",
-            "checkpoint.first=1000", "checkpoint.per_decade=4", "checkpoint.every=50000"]
+    # seconds only as a guard: the cost budget must end both runs, however loaded the machine
+    args = ["budget.seconds=900", f"budget.{budget}=60000", f"checkpoint.on={unit}",
+            "checkpoint.first=1000", "checkpoint.per_decade=4", "checkpoint.every=20000"]
     rw, _ = _cli_trace(tmp_path, "rw", "sampler=rw", *args)
     kam, status = _cli_trace(tmp_path, "kam", "sampler=kam", *args)
     assert status["checkpoint_unit"] == unit and status["reason"] == budget
     assert rw[column].tolist() == kam[column].tolist()
-    logs = np.ceil(1000 * 10 ** (np.arange(10) / 4)).astype(int).tolist()
-    expected = sorted({*logs, 50000, 100000, 150000, 200000})  # + the final checkpoint
+    logs = np.ceil(1000 * 10 ** (np.arange(8) / 4)).astype(int).tolist()  # 1000 ... 56235
+    expected = sorted({*logs, 20000, 40000, 60000})  # + the final checkpoint
     assert rw[column].tolist() == expected
 
 
