@@ -186,6 +186,7 @@ def _assert_same_run(full, out):
     assert not (out / store.RESUME).exists()
 
 
+@pytest.mark.slow  # three CLI runs, a kill and a resume (~60 s); the rundir tests resume in-process
 def test_killed_run_resumes_bit_identically(tmp_path):
     full, out, _ = _kill_and_resume(tmp_path, kills=3)
     _assert_same_run(full, out)

@@ -185,7 +185,8 @@ def _signalled_at(tmp_path, n: int, name="signalled"):
     return run
 
 
-@pytest.mark.parametrize("n", [3982, 3983, 3981], ids=["at", "after", "before"])
+@pytest.mark.parametrize("n", [3982, pytest.param(3983, marks=pytest.mark.slow),
+                               pytest.param(3981, marks=pytest.mark.slow)], ids=["at", "after", "before"])
 def test_a_stop_at_a_checkpoint_position_resumes_row_for_row(tmp_path, n):
     """SIGTERM landing when a block has just reached a checkpoint's position (3982 on this
     schedule): the row due there is written when the run continues, not one iteration late."""
@@ -248,7 +249,9 @@ def _flip_bytes(path: Path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", [_drop_key, _truncate, _empty, _flip_bytes],
+@pytest.mark.parametrize("damage", [pytest.param(_drop_key, marks=pytest.mark.slow),
+                                    pytest.param(_truncate, marks=pytest.mark.slow),
+                                    pytest.param(_empty, marks=pytest.mark.slow), _flip_bytes],
                          ids=["missing-key", "truncated", "empty", "bad-crc"])
 def test_damaged_resume_is_set_aside_and_the_previous_state_used(tmp_path, damage):
     full, _ = _full(tmp_path)

@@ -64,7 +64,7 @@ def _assert_named(key: str, value) -> None:
     assert key.split(".")[-1] in str(err.value), (override, str(err.value))
 
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -95,7 +95,7 @@ def test_bad_seeds_name_their_key(value):
     _assert_named("seed", value)
 
 
-@settings(max_examples=6, deadline=None, derandomize=True)
+@settings(max_examples=3, deadline=None, derandomize=True)
 @given(key=st.sampled_from(POSITIVE + COUNTS + ["seed"]), value=st.sampled_from(
     ["-1", "0", "nan", "abc", "1e300", "99999999999999999999999"]))
 def test_cli_exit_2_and_no_folder(tmp_path_factory, key, value):
