@@ -56,3 +56,18 @@ def test_no_class_is_a_wall():
 def test_the_runner_class_stays_small():
     (runner,) = [node for name, node in _classes() if name == "runner.py" and node.name == "Runner"]
     assert runner.end_lineno - runner.lineno + 1 <= RUNNER_LINES
+
+
+def test_commands_start_without_the_figure_stack():
+    """Every command imports the end-of-sweep callback (ckam_bench.report.callback): the
+    report package must not pull matplotlib and the figure modules in with it (a second per
+    start, paid by every run of a sweep and every CLI test)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ckam_bench.cli, ckam_bench.report.callback, ckam_bench.stationarity; "
+            "print(sorted(m for m in ('matplotlib', 'ckam_bench.report.paper_ckam', "
+            "'ckam_bench.report.aggregate') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
