@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ckam_bench.rundir import FolderBusy, FolderRefused
-from ckam_bench.validate import ConfigError
+from ckam_bench.engine.rundir import FolderBusy, FolderRefused
+from ckam_bench.commands.validate import ConfigError
 
 __all__ = ["ConfigError", "FolderBusy", "FolderRefused", "RunResult", "run"]
 
@@ -91,7 +91,7 @@ def _compose(overrides: list[str]):
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from ckam_bench import overrides as checks
+    from ckam_bench.commands import overrides as checks
 
     mistake = checks.problem(overrides)
     if mistake:
@@ -126,7 +126,7 @@ def run(sampler: str | None = None, target: str | None = None, *overrides: str,
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict, read_write
 
-    from ckam_bench import cli
+    from ckam_bench.commands import cli
 
     strings = _override_strings({"sampler": sampler, "target": target}, overrides, settings)
     if run_dir is not None:
@@ -147,7 +147,7 @@ def run(sampler: str | None = None, target: str | None = None, *overrides: str,
 
 def load(folder: str | Path) -> RunResult:
     """A stored run folder as a :class:`RunResult` (any run, made by the API or the CLI)."""
-    from ckam_bench import store
+    from ckam_bench.engine import store
 
     stored = store.load_run(folder)
     return RunResult(Path(folder), stored.status, stored.trace, stored.samples)

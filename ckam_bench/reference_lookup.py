@@ -1,5 +1,5 @@
 """Finding and reading certified reference samples (what ``ckam-bench-reference`` stores, see
-:mod:`ckam_bench.reference`).
+:mod:`ckam_bench.checks.reference`).
 
 Lookup (:func:`load_reference`): ``<target.reference_id()>.npz`` in the references shipped with
 the package (``ckam_bench/data/references/``), then in the user cache: ``$CKAM_BENCH_CACHE`` when

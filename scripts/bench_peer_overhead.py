@@ -14,7 +14,7 @@ built-in logistic_german) and each peer, side by side in one process, alternatin
   - NumPyro / BlackJAX: the library's NUTS kernel and window adaptation over every iteration in
     one jitted ``lax.fori_loop`` on the same JAX density (what NumPyro's ``MCMC.run`` compiles;
     BlackJAX's documented loop), compiled first;
-* **harness** — :class:`ckam_bench.runner.Runner` with ``sampler=<peer>``, an iteration budget,
+* **harness** — :class:`ckam_bench.engine.runner.Runner` with ``sampler=<peer>``, an iteration budget,
   the default checkpoint schedule, no metrics, on its CPU sampler clock;
 * **ours** — ``sampler=nuts`` through the harness, for reference.
 
@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ckam_bench.runner import Budget, Runner, checkpoint_times  # noqa: E402
+from ckam_bench.engine.runner import Budget, Runner, checkpoint_times  # noqa: E402
 from ckam_bench.samplers import peers  # noqa: E402
 
 MODELS = {"mesquite": "ckam_bench.posteriordb.models:mesquite",

@@ -41,7 +41,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ckam_bench import outputs  # noqa: E402
+from ckam_bench.engine import outputs  # noqa: E402
 
 TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100", "gp51"]
 PEER_TARGETS = ["logistic_german", "logistic_australian", "logistic_caravan", "neal100"]

@@ -60,7 +60,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 
 import ckam_bench  # noqa: F401  (registers the config resolvers)
-from ckam_bench import outputs, provenance
+from ckam_bench.engine import outputs, provenance
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm32"]
@@ -193,7 +193,7 @@ def fixed_block_throughput(sampler, target, block: int, seconds: float) -> float
 def cli_run(sampler: str, target: str, seconds: float, out: Path) -> dict:
     """A real ckam-bench run in its own process: checkpoint share of wall time and peak RSS."""
     code = (
-        "import resource, sys; from ckam_bench.cli import main; sys.argv = sys.argv[1:];\n"
+        "import resource, sys; from ckam_bench.commands.cli import main; sys.argv = sys.argv[1:];\n"
         "try:\n    main()\nfinally:\n"
         "    print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
     )
@@ -653,7 +653,7 @@ def startup_rows(repeats: int) -> list[dict]:
     ``repeats`` runs. The goals are for an idle machine; on a loaded one the CPU time is the
     estimate of an idle machine's wall time (the command runs on one thread)."""
     script = Path(sys.executable).parent / "ckam-bench"
-    command = [str(script)] if script.exists() else [sys.executable, "-c", "from ckam_bench.entry import main; main()"]
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from ckam_bench.commands.entry import main; main()"]
     rows = []
     for args, goal in STARTUP_GOALS:
         walls, cpus = [], []

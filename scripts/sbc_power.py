@@ -6,11 +6,11 @@ y₁…₅ ~ N(μ, 1)) has the exact posterior N(Σy/6, 1/6). A "sampler" that d
 N(Σy/6, c²/6) has its posterior sd too small by 1/c: c = 1/√2 is what accepting with
 (π(y)/π(x))² samples (π²), c = 1/2 accepting with (π(y)/π(x))⁴ (π⁴), c = 1 the exact sampler
 (the test's size). Each replicate is one whole SBC: N simulations (μᵢ, yᵢ) from the prior, the
-rank of μᵢ among the L draws, and the command's own verdict (:func:`ckam_bench.sbc.verdict`:
+rank of μᵢ among the L draws, and the command's own verdict (:func:`ckam_bench.checks.sbc.verdict`:
 chi-square in ``bins`` bins, level α). The printed rate is the fraction of replicates whose
 verdict is *fail*, with its Monte Carlo standard error.
 
-``--check`` also runs :func:`ckam_bench.sbc.power` (the command's fast version, which uses
+``--check`` also runs :func:`ckam_bench.checks.sbc.power` (the command's fast version, which uses
 that the rank is Binomial(L, Φ(z/c)) for a standardized truth z) beside it.
 
     python scripts/sbc_power.py                      # the docs' table (400 replicates)
@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from ckam_bench import sbc
+from ckam_bench.checks import sbc
 
 
 def replicate_rejections(n: int, scale: float, replicates: int, draws: int, bins: int,

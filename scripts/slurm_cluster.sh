@@ -9,7 +9,7 @@
 # The node gets this machine's real CPU count and memory; one partition `debug` (default).
 # Accounting is off (no slurmdbd, no database): AccountingStorageType=accounting_storage/none
 # and JobAcctGatherType=jobacct_gather/none. `sacct` then fails; ckam-bench's Hydra callback
-# (ckam_bench/slurm.py) has submitit read job states with `squeue` instead on such a cluster
+# (ckam_bench/commands/slurm.py) has submitit read job states with `squeue` instead on such a cluster
 # (docs/papers/ckam.md, "Sweeps on one machine and on a SLURM cluster").
 set -euo pipefail
 

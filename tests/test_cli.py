@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ckam_bench import store
+from ckam_bench.engine import store
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm2d", "gmm32"]
@@ -19,7 +19,7 @@ TRACE_COLUMNS = {"run_id", "target", "sampler", "kernel", "seed", "checkpoint",
 
 
 def ckam_bench(*args, cwd):
-    cmd = [sys.executable, "-m", "ckam_bench.cli", *args]
+    cmd = [sys.executable, "-m", "ckam_bench.commands.cli", *args]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
@@ -119,7 +119,7 @@ def test_the_config_hash_covers_the_loop_mode(monkeypatch):
     from hydra import compose, initialize_config_module
 
     from ckam_bench import jit
-    from ckam_bench.cli import config_hash
+    from ckam_bench.commands.cli import config_hash
 
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
         cfg = compose("config", overrides=["sampler=rw"])
@@ -153,7 +153,7 @@ def test_a_mistaken_override_is_one_line_naming_it(tmp_path, args, words):
 
 
 def test_overrides_that_name_existing_keys_pass_the_check():
-    from ckam_bench.overrides import problem
+    from ckam_bench.commands.overrides import problem
 
     assert problem(["sampler=kam", "schedule@sampler.noise=constant", "sampler.noise.value=0.2",
                     "start=[8,0]", "target.weights=[0.3,0.7]", "seed=4"]) is None
@@ -170,7 +170,7 @@ def test_library_info_logs_stay_quiet_and_warnings_show(tmp_path):
         "def make(**kwargs):\n    logging.getLogger('somelib').info('INFO-NOISE')\n"
         "    logging.getLogger('somelib').warning('A-WARNING')\n    return gauss2d_corr()\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "ckam_bench.cli", "sampler=rw", "target=gauss2d_corr",
+        [sys.executable, "-m", "ckam_bench.commands.cli", "sampler=rw", "target=gauss2d_corr",
          "target._target_=noisy.make", "budget.max_iterations=1000", f"hydra.run.dir={tmp_path / 'r'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
         env={**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(tmp_path)})

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
 
-from ckam_bench import reference
-from ckam_bench.reference import ChainFileError
+from ckam_bench.checks import reference
+from ckam_bench.checks.reference import ChainFileError
 from ckam_bench.report import cli as figures_cli
 from ckam_bench.targets.gaussians import gauss2d_corr
-from ckam_bench.validate import ConfigError
+from ckam_bench.commands.validate import ConfigError
 from tests.test_report import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def test_check_never_deletes_a_folder_it_did_not_create(tmp_path, content, bad):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
     before = snapshot(folder)
-    proc = command("ckam_bench.stationarity", "sampler=rw", "target=bimodal",
+    proc = command("ckam_bench.checks.stationarity", "sampler=rw", "target=bimodal",
                    f"hydra.run.dir={folder}", bad, cwd=tmp_path)
     assert proc.returncode == 2
     assert bad.split("=")[0] in one_line(proc)
@@ -66,7 +66,7 @@ def test_check_refuses_a_folder_of_foreign_files_before_running(tmp_path):
     folder = tmp_path / "D"
     folder.mkdir()
     (folder / "verdict.md").write_text("mine")
-    proc = command("ckam_bench.stationarity", "sampler=rw", "target=gauss2d_corr",
+    proc = command("ckam_bench.checks.stationarity", "sampler=rw", "target=gauss2d_corr",
                    "check.n_chains=10", "check.times=[5]", "check.n_reference=100",
                    f"hydra.run.dir={folder}", cwd=tmp_path)
     assert proc.returncode == 2 and "refused" in one_line(proc)
@@ -86,8 +86,8 @@ CHECK_BAD = [
 
 @pytest.mark.parametrize("override, key", CHECK_BAD, ids=[o for o, _ in CHECK_BAD])
 def test_check_bad_values_name_their_key(override, key):
-    from ckam_bench.cli import _build
-    from ckam_bench.validate import check_config
+    from ckam_bench.commands.cli import _build
+    from ckam_bench.commands.validate import check_config
 
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
         cfg = compose("check", overrides=["sampler=rw", "target=gauss2d_corr", override])
@@ -106,7 +106,7 @@ SLOW = pytest.mark.slow  # more cases of the issue, one command each
     pytest.param("check.times=[1,inf]", marks=SLOW), pytest.param("check.n_chains=abc", marks=SLOW),
 ])
 def test_check_cli_bad_value_one_line_exit_2_nothing_created(tmp_path, override):
-    proc = command("ckam_bench.stationarity", "sampler=rw", "target=gauss2d_corr", override,
+    proc = command("ckam_bench.checks.stationarity", "sampler=rw", "target=gauss2d_corr", override,
                    f"hydra.run.dir={tmp_path / 'new' / 'run'}", cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     assert override.split("=")[0] in one_line(proc)
@@ -128,7 +128,7 @@ def test_reference_never_replaces_a_stored_reference(tmp_path):
     path = reference.store_reference(out, fake_certificate(gauss2d_corr()),
                                      {"mean": np.zeros(2)})
     before = snapshot(out)
-    proc = command("ckam_bench.reference", *GAUSS, f"out={out}", cwd=tmp_path)
+    proc = command("ckam_bench.checks.reference", *GAUSS, f"out={out}", cwd=tmp_path)
     assert proc.returncode == 2 and "already exists" in one_line(proc) and path.name in proc.stderr
     assert snapshot(out) == before
 
@@ -139,7 +139,7 @@ def chain_sweep(tmp_path_factory):
     multirun.yaml of their own."""
     cwd = tmp_path_factory.mktemp("sweep")
     (cwd / "multirun.yaml").write_text("the user's own\n")
-    proc = command("ckam_bench.reference", "-m", *GAUSS, "out=O", "chain=0,1,2,3", cwd=cwd)
+    proc = command("ckam_bench.checks.reference", "-m", *GAUSS, "out=O", "chain=0,1,2,3", cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return cwd
 
@@ -160,12 +160,12 @@ def test_combine_refuses_a_chain_copied_over_another(chain_sweep, tmp_path, dama
     shutil.copytree(chain_sweep / "O", work / "O")
     damage(work / "O" / "parts" / gauss2d_corr().reference_id())
     before = snapshot(work)
-    proc = command("ckam_bench.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
+    proc = command("ckam_bench.checks.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
                    cwd=work)
     line = one_line(proc)
     assert proc.returncode == 2 and "chain1.npz" in line and reason in line
     assert snapshot(work) == before
-    good = command("ckam_bench.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
+    good = command("ckam_bench.checks.reference", *GAUSS, "out=O", "combine=true", "ess_min=100",
                    cwd=chain_sweep)  # the intact set combines (and is not certified: tiny)
     assert good.returncode in (0, reference.EXIT_UNCERTIFIED), good.stderr
 
@@ -300,7 +300,7 @@ def test_reference_bad_values_name_their_key(override, key):
 ])
 def test_reference_cli_bad_value_one_line_exit_2_nothing_created(tmp_path, override):
     (tmp_path / "afile").write_text("x")
-    proc = command("ckam_bench.reference", "target=gauss2d_corr", override, cwd=tmp_path,
+    proc = command("ckam_bench.checks.reference", "target=gauss2d_corr", override, cwd=tmp_path,
                    timeout=120, env={reference.CACHE_ENV: str(tmp_path / "cache")})
     assert proc.returncode == 2
     assert override.split("=")[0] in one_line(proc)
@@ -313,7 +313,7 @@ def two_runs(tmp_path_factory):
     """Two real runs (rw on bimodal, am on gmm2d), with their markers and hashes."""
     root = tmp_path_factory.mktemp("runs")
     for sampler, target in (("rw", "bimodal"), ("am", "gmm2d")):
-        proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", f"sampler={sampler}",
+        proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", f"sampler={sampler}",
                                f"target={target}", "budget.seconds=0.2", "progress=false",
                                f"hydra.run.dir={root / f'{sampler}_{target}'}"], cwd=root,
                               env=ENV, capture_output=True, text=True, timeout=300)
@@ -397,10 +397,10 @@ def test_figures_lists_bad_runs_as_not_used_and_reports_the_rest(two_runs, tmp_p
 
 # ---------------------------------------------------------------------------- sweep folders
 @pytest.mark.parametrize("module, args", [
-    ("ckam_bench.cli", ["sampler=rw", "target=bimodal", "budget.seconds=0.1", "progress=false"]),
-    ("ckam_bench.stationarity", ["sampler=rw", "target=bimodal", "check.n_chains=10",
+    ("ckam_bench.commands.cli", ["sampler=rw", "target=bimodal", "budget.seconds=0.1", "progress=false"]),
+    ("ckam_bench.checks.stationarity", ["sampler=rw", "target=bimodal", "check.n_chains=10",
                                  "check.times=[10]"]),
-    ("ckam_bench.reference", [*GAUSS, "out=O", "chain=0,1"]),
+    ("ckam_bench.checks.reference", [*GAUSS, "out=O", "chain=0,1"]),
 ], ids=["ckam-bench", "check", "reference"])
 def test_a_sweep_never_replaces_a_users_multirun_yaml(tmp_path, module, args):
     """Hydra writes multirun.yaml into every sweep folder: a user's own is refused untouched."""
@@ -416,7 +416,7 @@ def test_a_sweep_never_replaces_a_users_multirun_yaml(tmp_path, module, args):
 
 
 def test_a_sweep_whose_every_job_is_refused_leaves_nothing(tmp_path):
-    proc = command("ckam_bench.cli", "-m", "sampler=rw", "target=bimodal", "sampler.step_size=-1",
+    proc = command("ckam_bench.commands.cli", "-m", "sampler=rw", "target=bimodal", "sampler.step_size=-1",
                    "progress=false", f"hydra.sweep.dir={tmp_path / 'new' / 'S'}", cwd=tmp_path)
     assert proc.returncode == 2 and "sampler.step_size" in proc.stderr
     assert list(tmp_path.iterdir()) == []
@@ -425,9 +425,9 @@ def test_a_sweep_whose_every_job_is_refused_leaves_nothing(tmp_path):
 def test_a_sweep_runs_again_in_its_own_folder(tmp_path):
     args = ["-m", "sampler=rw", "target=bimodal", "budget.seconds=0.1", "progress=false",
             f"hydra.sweep.dir={tmp_path / 'S'}"]
-    first = command("ckam_bench.cli", *args, cwd=tmp_path)
+    first = command("ckam_bench.commands.cli", *args, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    again = command("ckam_bench.cli", *args, "seed=0,1", cwd=tmp_path)
+    again = command("ckam_bench.commands.cli", *args, "seed=0,1", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already complete" in again.stderr
     assert (tmp_path / "S" / "1_rw_bimodal_s1" / "trace.parquet").is_file()
@@ -445,7 +445,7 @@ def test_benchmark_scripts_replace_only_their_own_json(tmp_path, script):
 
 
 def test_own_json_is_replaced_atomically(tmp_path):
-    from ckam_bench import outputs
+    from ckam_bench.engine import outputs
 
     path = tmp_path / "bench.json"
     outputs.write_own_json(path, {"rows": [1]}, "scripts/x.py")
@@ -458,11 +458,11 @@ def test_own_json_is_replaced_atomically(tmp_path):
 
 def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
-    proc = command("ckam_bench.reference", *GAUSS, "out=afile/x", cwd=tmp_path,
+    proc = command("ckam_bench.checks.reference", *GAUSS, "out=afile/x", cwd=tmp_path,
                    env={reference.CACHE_ENV: str(tmp_path / "cache")})
     assert proc.returncode == 2 and "afile is a file" in one_line(proc)
     assert "chain 0" not in proc.stderr  # refused before sampling
-    proc = command("ckam_bench.stationarity", "sampler=rw", "target=bimodal",
+    proc = command("ckam_bench.checks.stationarity", "sampler=rw", "target=bimodal",
                    "hydra.run.dir=afile/x", cwd=tmp_path)
     line = one_line(proc)
     assert proc.returncode == 1 and line.startswith("ckam-bench") and line.count("ckam-bench") == 1

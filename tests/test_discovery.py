@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -90,7 +90,7 @@ def test_list_shows_targets_on_a_command_line_search_path(tmp_path):
 def test_help_and_version_do_not_import_the_harness(tmp_path):
     code = ("import sys; sys.argv = ['ckam-bench', '{flag}']\n"
             "from ckam_bench import entry; entry.main()\n"
-            "heavy = [m for m in ('numba', 'pandas', 'matplotlib', 'hydra', 'ckam_bench.cli', "
+            "heavy = [m for m in ('numba', 'pandas', 'matplotlib', 'hydra', 'ckam_bench.commands.cli', "
             "'arviz_stats', 'scipy') if m in sys.modules]\n"
             "assert not heavy, heavy")
     for flag in ("--help", "--version"):
@@ -109,7 +109,7 @@ def test_list_reads_group_configs_as_hydra_composes_them():
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from ckam_bench import discovery
+    from ckam_bench.commands import discovery
 
     GlobalHydra.instance().clear()
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
@@ -141,9 +141,9 @@ def test_list_falls_back_to_hydra_for_other_defaults(tmp_path):
 def test_every_other_hydra_command_has_its_own_help_and_version(tmp_path):
     """ckam-bench-check, -reference and -sbc: what they do, their own keys with defaults,
     exit codes and page; --version; nothing written (ckam-bench-sbc's was a parse error)."""
-    for module, prog, keys in (("ckam_bench.stationarity", "ckam-bench-check", ("n_chains:", "alpha:")),
-                               ("ckam_bench.reference", "ckam-bench-reference", ("rhat_max:", "combine:")),
-                               ("ckam_bench.sbc", "ckam-bench-sbc", ("simulations:", "bins:"))):
+    for module, prog, keys in (("ckam_bench.checks.stationarity", "ckam-bench-check", ("n_chains:", "alpha:")),
+                               ("ckam_bench.checks.reference", "ckam-bench-reference", ("rhat_max:", "combine:")),
+                               ("ckam_bench.checks.sbc", "ckam-bench-sbc", ("simulations:", "bins:"))):
         for flag in ("--help", "-h"):
             proc = subprocess.run([sys.executable, "-c", f"from {module} import main; main()", flag],
                                   cwd=tmp_path, capture_output=True, text=True, timeout=300,

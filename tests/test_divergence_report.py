@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from ckam_bench import rundir, store
+from ckam_bench.engine import rundir, store
 from ckam_bench.report.aggregate import load_results
 from ckam_bench.report.paper_divergence import divergence_table, figures, tables
 from ckam_bench.targets.divergence import basis4, double_banana

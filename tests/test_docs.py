@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ckam_bench.overrides import problem
+from ckam_bench.commands.overrides import problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -70,8 +70,8 @@ def test_the_site_builds_without_a_warning(tmp_path):
 
 
 def test_the_lock_file_is_described_as_it_behaves(tmp_path):
-    """``.lock`` stays after a run (ckam_bench.rundir never removes it): the docs say so."""
-    from ckam_bench import rundir
+    """``.lock`` stays after a run (ckam_bench.engine.rundir never removes it): the docs say so."""
+    from ckam_bench.engine import rundir
 
     lock = rundir.FolderLock(tmp_path).acquire()
     lock.release()

@@ -26,7 +26,7 @@ from my_plugin import AdaptiveBarker, Banana3, Barker  # noqa: E402
 
 def ckam_bench(*args, cwd):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), str(ROOT)])}
-    return subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args,
                            f"hydra.searchpath=[file://{CONF}]"], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env=env)
 
@@ -144,7 +144,7 @@ def test_a_broken_own_target_is_one_line_from_the_command_line(tmp_path):
         "class Broken(Target):\n    def __init__(self):\n        super().__init__(2)\n")
     (conf / "broken.yaml").write_text("_target_: broken_target.Broken\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "target=broken", "sampler=rw",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=broken", "sampler=rw",
                            f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=600, env=env)

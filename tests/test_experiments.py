@@ -2,7 +2,7 @@
 
 The expected tables below are typed from the paper's appendix A (Tables 1–3 and the text
 around them), independently of the YAML files they check. Sweeps run ``ckam-bench`` in a
-subprocess (``python -m ckam_bench.cli``) with tiny budgets.
+subprocess (``python -m ckam_bench.commands.cli``) with tiny budgets.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from ckam_bench.schedules import Constant, NoiseDecay
-from ckam_bench.store import find_runs, load_run
+from ckam_bench.engine.store import find_runs, load_run
 
 SAMPLERS = ("rw", "am", "rbam", "gam", "kam", "ckam")
 PAPER = ("paper_bimodal", "paper_gmm2d", "paper_gmm32")
@@ -356,7 +356,7 @@ def test_reproduce_script_header_matches_the_configs():
 # ------------------------------------------------------------------------------- sweeps
 def cli(*args, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -405,7 +405,7 @@ def test_joblib_sweep_runs_every_job_and_renders(tmp_path):
 
 def test_concurrent_sweeps_get_their_own_folders(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=paper_gmm2d", "sampler=rw",
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=paper_gmm2d", "sampler=rw",
             "seed=0", "budget.seconds=0.3", "progress=false"]
     procs = [subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -17,13 +17,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import jit, store
-from ckam_bench.cli import summary
+from ckam_bench import jit
+from ckam_bench.engine import store
+from ckam_bench.commands.cli import summary
 from ckam_bench.metrics.ess import BulkESS
 from ckam_bench.metrics.moments import MomentErrors
 from ckam_bench.report import aggregate, ranking
 from ckam_bench.report.cli import main as figures_main
-from ckam_bench.runner import Budget, Runner, checkpoint_times
+from ckam_bench.engine.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.gradient_adaptive import GadMALAFast
 from ckam_bench.samplers.random_walk import RandomWalk
 from ckam_bench.targets.base import Target

@@ -176,7 +176,7 @@ def test_gradient_sampler_declines_gp_glass_from_the_cli(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "sampler=mala", "target=gp_glass",
+    out = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=mala", "target=gp_glass",
                           f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()

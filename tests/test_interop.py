@@ -12,7 +12,7 @@ import pytest
 from ckam_bench.interop import aligned_positions, seed_diagnostics, to_datatree
 from ckam_bench.metrics.ess import ess_per_dim
 from ckam_bench.report.aggregate import load_results
-from ckam_bench.store import load_run
+from ckam_bench.engine.store import load_run
 from tests.test_report import make_run, sampler_cfg
 
 
@@ -22,7 +22,7 @@ def real_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("real")
     for seed in (0, 1):
         proc = subprocess.run(
-            [sys.executable, "-m", "ckam_bench.cli", "sampler=am", "target=gauss2d_corr",
+            [sys.executable, "-m", "ckam_bench.commands.cli", "sampler=am", "target=gauss2d_corr",
              f"seed={seed}", "budget.seconds=0.3", "progress=false",
              f"hydra.run.dir={root / f'am_s{seed}'}"],
             capture_output=True, text=True, timeout=300,
@@ -120,7 +120,7 @@ def test_seeds_stored_with_different_strides_are_aligned_on_collected_iterations
     first 1000 (a shorter or finer-thinned run). Cutting both to their first 1000 draws
     compared seed 1's iterations 0–999 with seed 0's 0–1998; aligned, both chains hold the
     draws at collected iterations 0, 2, …, 998, and R-hat is arviz-stats' on those draws."""
-    from ckam_bench import rundir, store
+    from ckam_bench.engine import rundir, store
     from ckam_bench.interop import aligned_positions
 
     rng = np.random.default_rng(8)

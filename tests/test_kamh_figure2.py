@@ -98,7 +98,7 @@ def test_sampler_draws_have_the_contour_covariance():
 @pytest.mark.slow
 def test_figure2_from_a_stored_run(tmp_path):
     run = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "ckam_bench.cli", "experiment=kamh_banana_moderate", "sampler=kamh",
+    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "experiment=kamh_banana_moderate", "sampler=kamh",
                     "budget.max_iterations=600", "burnin=200", "progress=false", f"hydra.run.dir={run}"],
                    check=True, capture_output=True)
     out = tmp_path / "figures"

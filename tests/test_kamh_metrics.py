@@ -64,7 +64,7 @@ def test_mmd_metric_on_the_sample_store():
 
 
 def test_mmd_without_exact_draws_or_reference_is_unsupported(monkeypatch):
-    import ckam_bench.reference as reference
+    import ckam_bench.checks.reference as reference
 
     target = bimodal()
     monkeypatch.setattr(type(target), "has_exact_sampler", property(lambda self: False))

@@ -222,7 +222,7 @@ def test_bad_settings():
 
 
 def test_cli_missing_data_file_is_a_config_error(tmp_path):
-    cmd = [sys.executable, "-m", "ckam_bench.cli", "target=logistic_pima", "sampler=rw",
+    cmd = [sys.executable, "-m", "ckam_bench.commands.cli", "target=logistic_pima", "sampler=rw",
            f"target.data_file={tmp_path / 'missing.data'}", f"hydra.run.dir={tmp_path / 'run'}"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})

@@ -128,7 +128,7 @@ def test_truth_from_the_shipped_reference():
 
 def test_run_records_the_reference_it_used(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "ckam_bench.cli", "target=logistic_ripley", "sampler=rw",
+    cmd = [sys.executable, "-m", "ckam_bench.commands.cli", "target=logistic_ripley", "sampler=rw",
            "sampler.step_size=0.3", "budget.seconds=0.5", f"hydra.run.dir={out}"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})

@@ -1,4 +1,4 @@
-"""Output folders of ckam-bench-check, -reference and -figures (ckam_bench/outputs.py): a command
+"""Output folders of ckam-bench-check, -reference and -figures (ckam_bench/engine/outputs.py): a command
 writes only into a folder it claims, replaces only its own unchanged files, publishes atomically
 (a pair never left disagreeing), cleans its own temporaries, and deletes no folder it did not
 create."""
@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from ckam_bench import outputs
-from ckam_bench.outputs import OutputFolder
-from ckam_bench.rundir import FolderRefused
+from ckam_bench.engine import outputs
+from ckam_bench.engine.outputs import OutputFolder
+from ckam_bench.engine.rundir import FolderRefused
 
 
 def publish(path, files: dict, identity="job", **kw):

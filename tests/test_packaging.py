@@ -17,10 +17,10 @@ def test_every_subpackage_is_listed():
 
 def test_every_command_module_is_a_script():
     scripts = set(META["project"]["scripts"].values())
-    # The ckam-bench script (ckam_bench.entry:main) answers --help, --version and list without
-    # importing the harness and hands every other command line to ckam_bench.cli:main.
-    if "cli.main()" in (ROOT / "ckam_bench" / "entry.py").read_text():
-        scripts.add("ckam_bench.cli:main")
+    # The ckam-bench script (ckam_bench.commands.entry:main) answers --help, --version and list without
+    # importing the harness and hands every other command line to ckam_bench.commands.cli:main.
+    if "cli.main()" in (ROOT / "ckam_bench" / "commands" / "entry.py").read_text():
+        scripts.add("ckam_bench.commands.cli:main")
     for path in (ROOT / "ckam_bench").rglob("*.py"):
         if re.search(r"^def main\(", path.read_text(), re.M):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)

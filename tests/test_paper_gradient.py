@@ -17,7 +17,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gad")
     common = ["experiment=gad_neal", "budget.max_iterations=1200", "sampler.burn_in=600", "progress=false"]
     for i, extra in enumerate((["sampler=gadmala_fast", "seed=0,1"], ["sampler=hmc", "sampler.n_leapfrog=2,3", "seed=0"])):
-        subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", *common, *extra,
+        subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", *common, *extra,
                         f"hydra.sweep.dir={root / str(i)}"], check=True, capture_output=True)
     return root
 

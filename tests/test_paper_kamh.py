@@ -16,7 +16,7 @@ from ckam_bench.report.aggregate import load_results
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("kamh")
-    subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=kamh_banana_moderate",
+    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_banana_moderate",
                     "sampler=rw,kamh", "seed=0,1", "budget.max_iterations=800", "burnin=200", "progress=false",
                     f"hydra.sweep.dir={root}"], check=True, capture_output=True)
     return root
@@ -39,7 +39,7 @@ def stand_in_reference(folder):
     N(2, I) marked certified. The shipped certified reference, when present, is found first."""
     import numpy as np
 
-    from ckam_bench.reference import store_reference
+    from ckam_bench.checks.reference import store_reference
     from ckam_bench.targets.gp_classification import gp_glass
 
     target = gp_glass()
@@ -62,7 +62,7 @@ def glass_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("glass")
     cache = tmp_path_factory.mktemp("cache")
     stand_in_reference(cache)
-    subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=kamh_glass",
+    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_glass",
                     "sampler=rw,kamh", "seed=0,1", "budget.max_iterations=60", "burnin=20",
                     "checkpoint.every=0.5", "progress=false", f"hydra.sweep.dir={root}"],
                    check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1",
@@ -92,7 +92,7 @@ def test_figure4_from_stored_samples_when_the_runs_had_no_reference(glass_runs, 
     import numpy as np
 
     from ckam_bench.metrics.mmd import evenly_spaced, mmd2_unbiased
-    from ckam_bench.reference import load_reference
+    from ckam_bench.checks.reference import load_reference
 
     root, cache = glass_runs
     monkeypatch.setenv("CKAM_BENCH_CACHE", str(cache))

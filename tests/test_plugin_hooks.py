@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import store
-from ckam_bench.runner import Budget, Runner
-from ckam_bench.stationarity import mode_labels
+from ckam_bench.engine import store
+from ckam_bench.engine.runner import Budget, Runner
+from ckam_bench.checks.stationarity import mode_labels
 from ckam_bench.targets.base import PluginError, constrained_columns, label_of, mixture_of
 from tests.legacy_plugin import PlainRandomWalk, StanStyleGaussian
 
@@ -114,7 +114,7 @@ def test_a_failing_metric_marks_the_run_failed(tmp_path, when):
 
 
 def _cli(tmp_path, *overrides):
-    args = [sys.executable, "-m", "ckam_bench.cli", f"hydra.run.dir={tmp_path}",
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path}",
             f"hydra.searchpath=[file://{ROOT / 'tests' / 'legacy_conf'}]", "budget.seconds=1",
             "progress=false", *overrides]
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -134,7 +134,7 @@ def test_a_run_that_fails_says_so_in_one_line(tmp_path):
     conf = tmp_path / "conf" / "target"
     conf.mkdir(parents=True)
     (conf / "bad_columns.yaml").write_text("_target_: tests.test_plugin_hooks._BadColumns\n")
-    args = [sys.executable, "-m", "ckam_bench.cli", f"hydra.run.dir={tmp_path / 'run'}",
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path / 'run'}",
             f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
             "progress=false", "target=bad_columns", "sampler=rw"]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -1,5 +1,5 @@
 """An out-of-tree sampler and target, packaged and installed as a user would, found through
-the ``ckam_bench.plugins`` entry point: ``ckam-bench list``, a single run, a sweep and
+the ``ckam_bench.commands.plugins`` entry point: ``ckam-bench list``, a single run, a sweep and
 ``ckam-bench-figures``."""
 
 import json
@@ -30,19 +30,19 @@ def build_plugin(tmp_path: Path) -> Path:
     return site
 
 
-def run(args, cwd, site, module="ckam_bench.cli"):
+def run(args, cwd, site, module="ckam_bench.commands.cli"):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env=env)
 
 
 def test_entry_points_become_search_path_entries(tmp_path, monkeypatch):
-    from ckam_bench import plugins
+    from ckam_bench.commands import plugins
 
     dist = tmp_path / "ckb_fake-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ckb-fake\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[ckam_bench.plugins]\nzz = zz_pkg.conf\naa = aa_pkg.conf\n")
+    (dist / "entry_points.txt").write_text("[ckam_bench.commands.plugins]\nzz = zz_pkg.conf\naa = aa_pkg.conf\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert plugins.search_path()[:2] == ["pkg://aa_pkg.conf", "pkg://zz_pkg.conf"]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ckam_bench.config import posteriordb_models
-from ckam_bench.overrides import problem
+from ckam_bench.commands.config import posteriordb_models
+from ckam_bench.commands.overrides import problem
 from ckam_bench.posteriordb import CHARACTERS, SUITE
 from ckam_bench.posteriordb.subset import SubsetError, select
-from ckam_bench.validate import ConfigError
+from ckam_bench.commands.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,13 +60,13 @@ def test_the_command_line_refuses_a_bad_subset_in_one_line(tmp_path):
     assert "did you mean 'kilpisjarvi'" in problem(["experiment=posteriordb", "posteriordb.subset=[kilpisjarvx]"])
     assert problem(["experiment=posteriordb", "posteriordb.subset=[kilpis*,dim:..3]"]) is None
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.entry", "list", "posteriordb",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
                            "posteriordb.subset=[regression,dim:..3]"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")]
     assert listed == names(["regression", "dim:..3"])
-    bad = subprocess.run([sys.executable, "-m", "ckam_bench.entry", "list", "posteriordb",
+    bad = subprocess.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
                           "posteriordb.subset=[dim:x]"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300, env=env)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1

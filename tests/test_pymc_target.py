@@ -14,7 +14,8 @@ from scipy import stats
 
 pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never skips there
 
-from ckam_bench import jit, store  # noqa: E402
+from ckam_bench import jit
+from ckam_bench.engine import store  # noqa: E402
 from ckam_bench.targets.pymc import ModelError, PyMCModel, load_model  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "pymc_models.py"
@@ -290,7 +291,7 @@ def test_reference_command_on_a_pymc_model(tmp_path):
     # posteriordb's own thresholds (a looser ess_min would store a provisional file and exit 3)
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "ckam_bench.reference", "target=pymc",
+        [sys.executable, "-m", "ckam_bench.checks.reference", "target=pymc",
          f"target.model={spec('halfnormal')}", "sampler=nuts", "chains=4", "burn_in=500",
          "iterations=20000", "ess_min=10000", f"out={cache}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,

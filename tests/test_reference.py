@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import reference
+from ckam_bench.checks import reference
 from ckam_bench.data import HERE as DATA
-from ckam_bench.reference import (build_reference, certify, diagnose, load_reference,
+from ckam_bench.checks.reference import (build_reference, certify, diagnose, load_reference,
                                   read_reference, store_reference)
 from ckam_bench.samplers.adaptive import GlobalAdaptiveMetropolis
 from ckam_bench.schedules import RobbinsMonro
@@ -31,7 +31,7 @@ def gam(dim, until=None):
 
 
 def command(*args, cwd, cache, timeout=600):
-    cmd = [sys.executable, "-m", "ckam_bench.reference", *args]
+    cmd = [sys.executable, "-m", "ckam_bench.checks.reference", *args]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "HYDRA_FULL_ERROR": "0", reference.CACHE_ENV: str(cache)})
 
@@ -198,7 +198,7 @@ def test_chains_split_over_jobs_combine_to_the_same_reference(tmp_path):
 def test_noisy_target_chains_are_independent_and_split_invariant():
     """A pseudo-marginal target's estimates come from each chain's own stream: chain 1 run alone
     (one job of a SLURM sweep) equals chain 1 of a run of chains 0 and 1."""
-    from ckam_bench.reference import run_chains
+    from ckam_bench.checks.reference import run_chains
     from ckam_bench.targets.gp_classification import GPClassification, load_glass
 
     X, y, _ = load_glass()
@@ -280,6 +280,6 @@ def test_provisional_reference_exits_3_and_help_says_so(tmp_path):
     assert "provisional, NOT certified" in proc.stderr
     (stored,) = (tmp_path / "cache").glob("*.npz")
     assert stored.name.endswith(".provisional.npz")
-    helped = subprocess.run([sys.executable, "-m", "ckam_bench.reference", "--help"],
+    helped = subprocess.run([sys.executable, "-m", "ckam_bench.checks.reference", "--help"],
                             capture_output=True, text=True, cwd=tmp_path)
     assert "provisional.npz, never used as a reference, and the exit code is 3" in " ".join(helped.stdout.split())

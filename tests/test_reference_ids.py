@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ckam_bench.reference import SHIPPED, check_probes, density_probes, load_reference
+from ckam_bench.checks.reference import SHIPPED, check_probes, density_probes, load_reference
 
 SHIPPED_IDS = sorted(p.stem for p in Path(SHIPPED).glob("*.npz"))
 

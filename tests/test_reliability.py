@@ -13,21 +13,21 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_module
 
-from ckam_bench import rundir, store
-from ckam_bench.cli import build
-from ckam_bench.validate import ConfigError
+from ckam_bench.engine import rundir, store
+from ckam_bench.commands.cli import build
+from ckam_bench.commands.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
 
 
 def ckam_bench(*args, cwd, **kw):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args], cwd=cwd, env=ENV,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=300, **kw)
 
 
 def start(*args, cwd):
-    return subprocess.Popen([sys.executable, "-m", "ckam_bench.cli", *args], cwd=cwd, env=ENV,
+    return subprocess.Popen([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -307,11 +307,11 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 @pytest.mark.parametrize("when", ["starting", "running"])
 def test_joblib_workers_end_when_the_sweep_is_killed(tmp_path, when):
-    """SIGKILL of a joblib sweep's process: its worker processes end too (ckam_bench/sweeps.py)
+    """SIGKILL of a joblib sweep's process: its worker processes end too (ckam_bench/commands/sweeps.py)
     instead of running on, and idling for minutes, re-parented."""
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ckam_bench.cli", "-m", "hydra/launcher=joblib",
+        [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "hydra/launcher=joblib",
          "hydra.launcher.n_jobs=2", "sampler=rw", "seed=0,1,2,3", "budget.seconds=60",
          "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

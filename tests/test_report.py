@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from ckam_bench import rundir, store
+from ckam_bench.engine import rundir, store
 from ckam_bench.report import aggregate as agg
 from ckam_bench.report import drawing, generic, paper_ckam, ranking, tables
 from ckam_bench.report.cli import main as figures_main
@@ -479,7 +479,7 @@ def test_cli_rejects_bad_arguments(tmp_path):
 def test_real_sweep_renders(tmp_path):
     sweep = tmp_path / "sweep"
     proc = subprocess.run(
-        [sys.executable, "-m", "ckam_bench.cli", "-m", "sampler=rw,ckam", "target=bimodal",
+        [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,ckam", "target=bimodal",
          "seed=0,1", "budget.seconds=1", "progress=false", f"hydra.sweep.dir={sweep}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
         env={**os.environ, "HYDRA_FULL_ERROR": "1"})

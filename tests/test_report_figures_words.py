@@ -144,7 +144,7 @@ def test_per_iteration_diagnostics_leave_out_what_a_sampler_did_not_record(resul
     altogether; a group whose diagnostics lack the step size gets no step-size panel."""
     import pandas as pd
 
-    from ckam_bench import rundir, store
+    from ckam_bench.engine import rundir, store
 
     (drawn,) = generic.diagnostics_figure(results, drawing.Settings(), "banana")
     visible = [ax for ax in drawn.figure.axes if ax.get_visible()]

@@ -154,7 +154,7 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
     sweep = tmp_path / "sweep"
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run(
-        [sys.executable, "-m", "ckam_bench.cli", "-m", "sampler=rw,am,gam", "target=banana",
+        [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,am,gam", "target=banana",
          "seed=0,1,2", "budget.seconds=0.3", "progress=false",
          f"hydra.searchpath=[file://{tmp_path / 'conf'}]", f"hydra.sweep.dir={sweep}",
          "hydra.callbacks.sweep_report.figures=false"],

@@ -152,7 +152,7 @@ def _suite_run(tmp_path, discard, collected=3000, stride=2, warm=1000):
     ``stride``: the thinning of the stored draws."""
     import pandas as pd
 
-    from ckam_bench import rundir, store
+    from ckam_bench.engine import rundir, store
     from ckam_bench.report.aggregate import StoredRun
 
     path = tmp_path / f"run_{discard}"

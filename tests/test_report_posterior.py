@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import rundir, store
+from ckam_bench.engine import rundir, store
 from ckam_bench.interop import named_variables, to_datatree
 from ckam_bench.report import aggregate as agg
 from ckam_bench.report import generic, posterior
@@ -110,7 +110,7 @@ def test_pymc_sweep_report_names_the_models_variables_without_the_model(tmp_path
     """))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "sampler=rw",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw",
                            "target=pymc", f"target.model={model}:hier", "seed=0,1",
                            "budget.seconds=0.5", "progress=false", f"hydra.sweep.dir={sweep}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)

@@ -4,7 +4,7 @@ import json
 
 from omegaconf import OmegaConf
 
-from ckam_bench import rundir, store
+from ckam_bench.engine import rundir, store
 from ckam_bench.report import aggregate as agg
 from tests.test_report import make_run
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ckam_bench import outputs, stationarity
+from ckam_bench.checks import stationarity
+from ckam_bench.engine import outputs
 from ckam_bench.report import validity
 from ckam_bench.report.cli import main as figures_main
 from ckam_bench.samplers.random_walk import RandomWalk
-from ckam_bench.stationarity import check_stationarity, write_outputs
+from ckam_bench.checks.stationarity import check_stationarity, write_outputs
 from ckam_bench.targets.mixtures import bimodal
 from tests.samplers.invariance import Tempered
 from tests.test_report import make_run
@@ -28,7 +29,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "CKAM_BENCH_JIT": "0", "HYDRA_FULL
 
 
 def check_command(folder: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from ckam_bench.stationarity import main; main()",
+    return subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
                            *overrides, f"hydra.run.dir={folder}"], cwd=ROOT,
                           env=ENV, capture_output=True, text=True, timeout=300)
 

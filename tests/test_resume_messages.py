@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ckam_bench import store
+from ckam_bench.engine import store
 from tests.legacy_plugin import PlainRandomWalk
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def _start(tmp_path, out, *overrides):
     conf.mkdir(parents=True, exist_ok=True)
     (conf / "nonresumable_rw.yaml").write_text(
         "_target_: tests.test_resume_messages.NonResumableRW\nscale: 1.5\n")
-    args = [sys.executable, "-m", "ckam_bench.cli", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
             "progress=false", f"hydra.run.dir={out}", *overrides]
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ckam_bench import rundir, store
+from ckam_bench.engine import rundir, store
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
@@ -28,7 +28,7 @@ DET = [*RW, "budget.seconds=60", "budget.max_iterations=40000", "checkpoint.on=i
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args], cwd=cwd, env=ENV,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -141,7 +141,7 @@ def _interrupted(tmp_path, name="run", n=12000):
     run = tmp_path / name
     script = textwrap.dedent(f"""
         import sys
-        from ckam_bench import cli
+        from ckam_bench.commands import cli
         from ckam_bench.samplers.random_walk import RandomWalk
         advance = RandomWalk.advance
         def stop(self, state, k):
@@ -165,7 +165,7 @@ def _signalled_at(tmp_path, n: int, name="signalled"):
     run = tmp_path / name
     script = textwrap.dedent(f"""
         import os, signal, sys
-        from ckam_bench import cli
+        from ckam_bench.commands import cli
         from ckam_bench.samplers.random_walk import RandomWalk
         advance = RandomWalk.advance
         def stop(self, state, k):
@@ -314,7 +314,8 @@ def test_kill_time_temporary_files_are_cleaned_and_nothing_else(tmp_path):
 
 KILL_AT_WRITE = textwrap.dedent("""
     import os, sys
-    from ckam_bench import cli, rundir
+    from ckam_bench.commands import cli
+    from ckam_bench.engine import rundir
     k = int(sys.argv[1]); calls = [0]
     original = rundir.atomic_write
     def dying(path, write):
@@ -444,5 +445,5 @@ def test_invalid_sweep_job_leaves_no_folder(tmp_path):
     assert len(store.find_runs(sweep)) == 1
     names = sorted(p.name for p in sweep.iterdir())
     # no folder for job 1 (report/: the sweep's report, ckam_bench/report/callback.py)
-    # .ckam-sweep.json: the hash of the multirun.yaml Hydra wrote (ckam_bench/outputs.py)
+    # .ckam-sweep.json: the hash of the multirun.yaml Hydra wrote (ckam_bench/engine/outputs.py)
     assert names == [".ckam-sweep.json", store.find_runs(sweep)[0].name, "multirun.yaml", "report"]

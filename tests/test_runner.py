@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import rundir, store
-from ckam_bench.budget import SamplerClock, Schedule
-from ckam_bench.runner import Budget, Runner, checkpoint_times
+from ckam_bench.engine import rundir, store
+from ckam_bench.engine.budget import SamplerClock, Schedule
+from ckam_bench.engine.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import Block, Sampler
 from ckam_bench.targets.base import Target
 
@@ -239,7 +239,7 @@ def _cli_trace(tmp_path, name, *overrides):
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "target=gmm2d", "progress=false",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=gmm2d", "progress=false",
                            f"hydra.run.dir={out}", *overrides], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)})
@@ -266,8 +266,8 @@ def test_equal_cost_checkpoints_land_on_the_same_x(tmp_path, unit, column, budge
 def test_cost_axis_needs_a_budget_in_that_unit(tmp_path):
     from hydra import compose, initialize_config_module
 
-    from ckam_bench.cli import build
-    from ckam_bench.validate import ConfigError
+    from ckam_bench.commands.cli import build
+    from ckam_bench.commands.validate import ConfigError
 
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
         cfg = compose("config", overrides=["sampler=rw", "checkpoint.on=grad"])
@@ -381,7 +381,7 @@ def test_two_blas_threads_on_caravan_are_both_on_the_cpu_clock(tmp_path):
 
     from hydra import compose, initialize_config_module
 
-    from ckam_bench.cli import build
+    from ckam_bench.commands.cli import build
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs two CPUs")

@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never skips there
 
-from ckam_bench import sbc  # noqa: E402
+from ckam_bench.checks import sbc  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
-from ckam_bench.validate import ConfigError  # noqa: E402
+from ckam_bench.commands.validate import ConfigError  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 MODELS = TESTS / "pymc_models.py"
@@ -77,7 +77,7 @@ def sbc_command(*args, cwd, pythonpath=None):
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "ckam_bench.sbc", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=3000, env=env)
 
 

@@ -18,9 +18,10 @@ import pytest
 
 pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never skips there
 
-from ckam_bench import rundir, sbc  # noqa: E402
+from ckam_bench.checks import sbc
+from ckam_bench.engine import rundir  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
-from ckam_bench.validate import ConfigError  # noqa: E402
+from ckam_bench.commands.validate import ConfigError  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -31,7 +32,7 @@ L, BINS, ALPHA = 99, 10, 0.01
 
 def sbc_command(*args, cwd, **kw):
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, "-m", "ckam_bench.sbc", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=3000, env=env, **kw)
 
 
@@ -305,7 +306,7 @@ LONG = ["target=pymc", f"target.model={MODELS}:normal_mean", "sampler=rw", "samp
 
 
 def _start(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "ckam_bench.sbc", *LONG], cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, "-m", "ckam_bench.checks.sbc", *LONG], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "HYDRA_FULL_ERROR": "0"})
     deadline = time.time() + 600

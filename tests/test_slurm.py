@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ckam_bench import store
+from ckam_bench.engine import store
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "slurm_cluster.sh"
@@ -48,7 +48,7 @@ def _status(folder: Path) -> dict:
 
 
 def _sweep(sweep: Path, cwd: Path):
-    args = [sys.executable, "-m", "ckam_bench.cli", "-m", *SLURM, *RUN, "seed=0,1,2",
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", "-m", *SLURM, *RUN, "seed=0,1,2",
             f"budget.max_iterations={N}", f"hydra.sweep.dir={sweep}"]
     return subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -106,7 +106,7 @@ def test_slurm_sweep_cancel_and_resume(tmp_path):
     assert st1["state"] == "complete" and st1["totals"]["iterations"] == N
 
     local = tmp_path / "local"
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", *RUN, "seed=1",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *RUN, "seed=1",
                            f"budget.max_iterations={N}", f"hydra.run.dir={local}"],
                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -118,7 +118,7 @@ def test_slurm_sweep_cancel_and_resume(tmp_path):
 
 
 def test_squeue_watcher_reads_states_as_sacct_would():
-    from ckam_bench.slurm import squeue_watcher
+    from ckam_bench.commands.slurm import squeue_watcher
 
     watcher = squeue_watcher(delay_s=60)
     watcher.register_job("9_0")
@@ -135,7 +135,7 @@ def test_slurm_callback_leaves_other_launchers_alone(monkeypatch):
     from omegaconf import OmegaConf
     from submitit.slurm.slurm import SlurmJob
 
-    from ckam_bench import slurm
+    from ckam_bench.commands import slurm
 
     asked = []
     monkeypatch.setattr(slurm, "accounting_disabled", lambda: asked.append(1) or True)

@@ -1,4 +1,4 @@
-"""The stationarity check (ckam_bench/stationarity.py) and its command ckam-bench-check."""
+"""The stationarity check (ckam_bench/checks/stationarity.py) and its command ckam-bench-check."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ckam_bench.samplers.adaptive import AdaptiveMetropolis
 from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
 from ckam_bench.samplers.random_walk import RandomWalk
 from ckam_bench.schedules import PowerDecay
-from ckam_bench.stationarity import check_stationarity, holm, mode_labels, run_from_stationarity
+from ckam_bench.checks.stationarity import check_stationarity, holm, mode_labels, run_from_stationarity
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
 from tests.samplers.invariance import Tempered, assert_not_stationary, assert_stationary
@@ -96,7 +96,7 @@ def test_bad_arguments_name_their_key(kwargs, key):
 
 def _cli(tmp_path, *overrides):
     env = {**os.environ, "CKAM_BENCH_JIT": "0", "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-c", "from ckam_bench.stationarity import main; main()",
+    return subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
                            *overrides], capture_output=True, text=True, cwd=tmp_path, env=env)
 
 

@@ -11,9 +11,9 @@ import pytest
 from arviz_stats.base import array_stats
 from scipy.signal import lfilter
 
-from ckam_bench import store
+from ckam_bench.engine import store
 from ckam_bench.metrics.ess import MIN_BATCHES, BulkESS, StreamingESS
-from ckam_bench.runner import Budget, Runner
+from ckam_bench.engine.runner import Budget, Runner
 from ckam_bench.samplers.random_walk import RandomWalk
 from ckam_bench.targets.gaussians import gauss2d_corr
 
@@ -93,7 +93,7 @@ def test_state_round_trip_through_the_resume_file(tmp_path):
     uninterrupted = feed(x, seed=4).ess()
     first = feed(x[:37_001], seed=4)
     path = tmp_path / store.RESUME
-    from ckam_bench import rundir
+    from ckam_bench.engine import rundir
 
     rundir.write_resume({f"metric.ess.{k}": v for k, v in first.state_dict().items()},
                         {"rows": []}, path)

@@ -14,8 +14,8 @@ from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckam_bench.cli import build
-from ckam_bench.validate import MAX_ROWS, ConfigError
+from ckam_bench.commands.cli import build
+from ckam_bench.commands.validate import MAX_ROWS, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = {"run_id": "t", "sampler": "s", "target": "t", "kernel": "k", "seed": 0}
@@ -104,7 +104,7 @@ def test_cli_exit_2_and_no_folder(tmp_path_factory, key, value):
         value = "-1"
     cwd = tmp_path_factory.mktemp("cli")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "sampler=rw", f"{key}={value}",
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=rw", f"{key}={value}",
                            f"hydra.run.dir={cwd}/run"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
@@ -114,9 +114,9 @@ def test_cli_exit_2_and_no_folder(tmp_path_factory, key, value):
 
 # ---------------------------------------------------------------------------- every key of
 # ckam-bench-check, ckam-bench-reference and ckam-bench-figures (issue 25)
-from ckam_bench import reference  # noqa: E402
+from ckam_bench.checks import reference  # noqa: E402
 from ckam_bench.report import cli as figures_cli  # noqa: E402
-from ckam_bench.validate import (BLOCK_SECONDS, CHECK_CHAINS, CHECK_REFERENCE,  # noqa: E402
+from ckam_bench.commands.validate import (BLOCK_SECONDS, CHECK_CHAINS, CHECK_REFERENCE,  # noqa: E402
                                  check_config)
 
 nonfinite = st.sampled_from(["nan", "inf", "-inf", "1e309"])

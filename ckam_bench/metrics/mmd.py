@@ -20,7 +20,7 @@ spaced rows of the run's bounded sample store (the :class:`ThinningBuffer` of co
 itself evenly thinned), the reference side ``reference_points`` rows; a checkpoint costs
 O((n + m)·n·d) and the reference term is computed once. The reference is, in this order, exact
 draws of the target from the fixed seed ``seed``, or evenly spaced rows of its certified
-reference sample (:func:`ckam_bench.reference.load_reference`); with neither the constructor
+reference sample (:func:`ckam_bench.checks.reference.load_reference`); with neither the constructor
 raises :class:`CapabilityError` (the column is absent). The column is ``mmd2`` (or
 ``mmd2_<kernel>`` with ``column_suffix``).
 """
@@ -106,7 +106,7 @@ class MMD:
         else:
             reference = None
             if use_reference:
-                from ckam_bench.reference import load_reference
+                from ckam_bench.reference_lookup import load_reference
 
                 reference = load_reference(target)
             if reference is None:

@@ -24,7 +24,7 @@ Truth, in this order:
    sd), else from ``exact_draws`` (50 000) exact draws with a fixed seed (it only scales ``bias2``: a
    relative error of a few per cent), else from
    the reference sample;
-2. **reference**: the target's certified reference (:func:`ckam_bench.reference.load_reference`):
+2. **reference**: the target's certified reference (:func:`ckam_bench.checks.reference.load_reference`):
    its ``mean``, ``second_moment``, ``variance`` and ``fourth_moment``, computed from every
    post-burn-in draw of its chains.
 
@@ -110,7 +110,7 @@ class MomentErrors:
         reference = None
         if mean is None or var is None:
             if use_reference:
-                from ckam_bench.reference import load_reference
+                from ckam_bench.reference_lookup import load_reference
 
                 reference = load_reference(target)
             if reference is None:
@@ -163,7 +163,7 @@ class MomentErrors:
             draws = target.sample(exact_draws, np.random.default_rng(20240))
             return np.mean(draws**4, axis=0), f"{exact_draws} exact draws"
         if use_reference:
-            from ckam_bench.reference import load_reference
+            from ckam_bench.reference_lookup import load_reference
 
             reference = load_reference(target)
             if reference is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckam_bench import rundir
+from ckam_bench.engine import rundir
 from ckam_bench.posteriordb import DATA_DIR, REFERENCE_DIR, SUITE
 
 

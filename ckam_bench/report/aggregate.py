@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ckam_bench import store
+from ckam_bench.engine import store
 from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _stored_values  # noqa: F401
 
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
@@ -154,7 +154,7 @@ class StoredRun:
     @property
     def flags(self) -> dict[str, str]:
         """The runner's health flags of this run (``status.json``: ``flags``, ``flag_notes``):
-        flag name → sentence, empty for a healthy run (see :meth:`ckam_bench.runner.Runner.flags`)."""
+        flag name → sentence, empty for a healthy run (see :meth:`ckam_bench.engine.runner.Runner.flags`)."""
         notes = self.status.get("flag_notes") or {}
         return {str(name): str(notes.get(name, name)) for name in self.status.get("flags") or ()}
 

@@ -31,7 +31,7 @@ A figure source raises :class:`~ckam_bench.report.drawing.NotSupported` (one-lin
 when the runs cannot support it.
 
 Everything is drawn into a private staging folder inside OUT_DIR and published at once through
-:mod:`ckam_bench.outputs`: OUT_DIR must be new, empty or an earlier report of the same
+:mod:`ckam_bench.engine.outputs`: OUT_DIR must be new, empty or an earlier report of the same
 RESULTS_DIR, and a file in it is replaced only when this command wrote it (and it is
 unchanged); a failure (a full disk) leaves OUT_DIR as it was.
 
@@ -50,13 +50,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ckam_bench.outputs import OutputFolder
+from ckam_bench.engine.outputs import OutputFolder
 from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
                                paper_kamh, posterior, posteriordb_suite, ranking, sections,
                                tables, validity)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.report.drawing import NotSupported, Settings
-from ckam_bench.rundir import FolderRefused
+from ckam_bench.engine.rundir import FolderRefused
 
 COMMAND = "ckam-bench-figures"
 X_CHOICES = ("sampler_seconds", "iterations", "n_density", "n_grad", "wall_seconds")

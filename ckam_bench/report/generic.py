@@ -20,7 +20,7 @@ their seed counts and what was kept apart or left out.
 * :func:`marginal_figures` — a histogram of every coordinate per group (median over seeds of
   each seed's normalised histogram), against the truth the target offers: its exact marginal
   density, else a histogram of 20 000 exact draws, else its reference sample
-  (:func:`ckam_bench.reference.load_reference`), else none. 16 coordinates per figure.
+  (:func:`ckam_bench.checks.reference.load_reference`), else none. 16 coordinates per figure.
 * :func:`pair_figures` — 2-D projections of the stored samples, one row per group and one
   column per pair of coordinates (all pairs up to 4 coordinates; in higher dimension 4 chosen
   coordinates: the first, the last and two evenly between), over the target's density (2-D
@@ -240,7 +240,7 @@ def _target(groups: list[Group]):
 def _reference(tgt):
     """The target's reference sample (n, d), or None."""
     try:
-        from ckam_bench.reference import load_reference
+        from ckam_bench.reference_lookup import load_reference
     except ImportError:
         return None
     try:

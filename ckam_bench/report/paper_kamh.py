@@ -119,8 +119,8 @@ def glass_curve(run: StoredRun, reference, points: int = 12) -> pd.DataFrame | N
 def _glass_runs(results: Results, target: str) -> dict[str, list[pd.DataFrame]]:
     """Per method, each run's (n_collected, mean_error, mmd2) curve: the trace's checkpoints when the
     run measured them against a reference, else computed from its stored samples against the
-    reference found now (:func:`ckam_bench.reference.load_reference`)."""
-    from ckam_bench.reference import load_reference
+    reference found now (:func:`ckam_bench.checks.reference.load_reference`)."""
+    from ckam_bench.reference_lookup import load_reference
 
     groups: dict[str, list[pd.DataFrame]] = {}
     reference = False  # looked up once, on the first run that needs it

@@ -50,7 +50,7 @@ single runs.
 setting and how many samples that was at the runs' last checkpoints.
 
 **Flagged runs.** A run the runner flagged (``status.json`` ``flags``: a stuck chain, every
-proposal non-finite, a non-finite state; :meth:`ckam_bench.runner.Runner.flags`) has no
+proposal non-finite, a non-finite state; :meth:`ckam_bench.engine.runner.Runner.flags`) has no
 trustworthy ESS or MCSE (a chain that never moves has zero variance, which would read as
 perfect precision): its ESS per second and per gradient count as 0, its cost to accuracy (when
 its trace has b²) as ∞, and the MCSE of its group as ∞; the group's label carries "⚠ <flags> (k/n seeds)" and a

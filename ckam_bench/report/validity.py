@@ -39,12 +39,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ckam_bench import outputs
+from ckam_bench.engine import outputs
 from ckam_bench.report.aggregate import FLAG_MARK, _tag, flatten
 from ckam_bench.report.drawing import Drawn, Rendered
 from ckam_bench.report.tables import Table, kernel_text
 
-CHECK_COMMAND = "ckam-bench-check"  # the marker's command (ckam_bench.stationarity.COMMAND)
+CHECK_COMMAND = "ckam-bench-check"  # the marker's command (ckam_bench.checks.stationarity.COMMAND)
 CHECK_FILE = "check.json"
 TESTS_FILE = "tests.csv"
 CSV = "validity_verdicts.csv"
@@ -133,7 +133,7 @@ def figure_check(tests: pd.DataFrame, info: dict) -> tuple[Figure, str]:
 
 def find_checks(root) -> StoredChecks:
     """The outputs of ``ckam-bench-check`` under ``root`` (searched recursively), identified
-    by their own marker (:data:`ckam_bench.outputs.MARKER` naming :data:`CHECK_COMMAND`), not
+    by their own marker (:data:`ckam_bench.engine.outputs.MARKER` naming :data:`CHECK_COMMAND`), not
     by their file names: a check is used when its marker lists ``check.json`` (published last,
     so the check finished) and ``tests.csv`` with their current content. A check folder that
     does not qualify (unfinished, edited since, unreadable) is listed with the reason."""

@@ -94,7 +94,7 @@ narrow mode, 1.83 in the wide one, issue 9), and it is frozen, together with Σ 
 at the *current* θ, into the whole sampling phase. The sampling-phase kernel is thus chosen by
 the state it starts from, and since the adaptation restarts every cycle it never diminishes:
 Roberts & Rosenthal's conditions fail and the cycle kernel does not leave π invariant. The
-stationarity check (:mod:`ckam_bench.stationarity`) shows it: 100 chains started from exact
+stationarity check (:mod:`ckam_bench.checks.stationarity`) shows it: 100 chains started from exact
 draws of the bimodal target at a cycle start drift from 50 % in the wide mode to about a
 quarter within 60 cycles (docs/validity.md; ``describe()`` reports
 ``adaptation: non-diminishing``).

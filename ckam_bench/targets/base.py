@@ -231,7 +231,7 @@ class Target:
         return {"name": self.name, "dim": self.dim, "noisy": self.noisy}
 
     def reference_id(self) -> str:
-        """Key of this target's certified reference sample (:mod:`ckam_bench.reference`): its
+        """Key of this target's certified reference sample (:mod:`ckam_bench.checks.reference`): its
         name plus a short hash of :meth:`describe` (the settings that define the distribution;
         targets that read data put a digest of it there)."""
         settings = json.dumps(self.describe(), sort_keys=True, default=str)

@@ -21,7 +21,7 @@ same graph compiled by pytensor's default (C) backend, and no numba code runs.
 are inputs of the compiled function, read from one flat float64 buffer of the target (cast back
 to their dtypes inside the graph), so ``target.data=FILE.npz`` (arrays named after observed
 variables or ``pm.Data`` containers, same shapes) runs the same model on other data without a
-recompilation; simulation-based calibration (:mod:`ckam_bench.sbc`) relies on this. Other arrays
+recompilation; simulation-based calibration (:mod:`ckam_bench.checks.sbc`) relies on this. Other arrays
 used by the model (plain numpy covariates) are constants of the compiled code.
 
 **Start.** ``init=support_point`` (default) starts from PyMC's initial point (each variable's
@@ -476,7 +476,7 @@ class PyMCModel(Target):
         ``pm.Data`` arrays as the model builds them). Never a floating-point result (log π at
         some points, say), whose last bits depend on the CPU: the reference id computed from
         this is the same on every machine. A reference's certificate also keeps log π at two
-        points, compared with a tolerance when it is loaded (:func:`ckam_bench.reference.
+        points, compared with a tolerance when it is loaded (:func:`ckam_bench.checks.reference.
         density_probes`), which catches a model whose covariates changed under the same source."""
         data = (content_sha256(Path(str(self.data_file)).expanduser()) if self.data_file is not None
                 else hashlib.sha256(self.buffer.tobytes()).hexdigest())

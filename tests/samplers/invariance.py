@@ -10,7 +10,7 @@ so the tests are tight for good samplers and still fail for wrong ones.
     check_moments(samples, target.mean, target.variance)
     check_acceptance(accepted, 0.2, 0.6)
 
-``assert_stationary`` is the stationarity check (:mod:`ckam_bench.stationarity`) as a test:
+``assert_stationary`` is the stationarity check (:mod:`ckam_bench.checks.stationarity`) as a test:
 K chains from exact draws, tested at several times against fresh exact draws; every sampler's
 tests call it (``assert_not_stationary`` for a sampler known to drift, with a clear margin).
 
@@ -32,7 +32,7 @@ import pytest
 from arviz_stats.base import array_stats
 
 from ckam_bench import jit
-from ckam_bench.stationarity import check_stationarity
+from ckam_bench.checks.stationarity import check_stationarity
 from ckam_bench.targets.base import Target
 
 
@@ -193,7 +193,7 @@ def _half_plane_log_density(x, params):
 def assert_stationary(make_sampler, target, n_chains: int = 100, times=(1000, 5000), seed: int = 0,
                       alpha: float = 0.01, n_reference: int = 10_000):
     """Assert that chains started from exact draws stay distributed as π (the stationarity
-    check of :mod:`ckam_bench.stationarity`: KS, moment z-scores and mode occupancy at each
+    check of :mod:`ckam_bench.checks.stationarity`: KS, moment z-scores and mode occupancy at each
     time, Holm-adjusted at family-wise level ``alpha``). Returns the result."""
     result = check_stationarity(make_sampler, target, n_chains=n_chains, times=times, seed=seed,
                                 alpha=alpha, n_reference=n_reference)

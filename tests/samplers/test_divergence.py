@@ -304,7 +304,7 @@ def test_bank_memory_is_bounded():
 def test_resume_from_a_stored_state_gives_the_same_chain(make):
     """A state written with the runner's flatten/restore (a new sampler instance, the k-d tree
     rebuilt) continues the chain exactly, across the finite variant's phase change."""
-    from ckam_bench.store import flatten_state, restore_state
+    from ckam_bench.engine.store import flatten_state, restore_state
 
     target = banana_dm()
     full = make()

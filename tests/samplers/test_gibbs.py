@@ -111,7 +111,7 @@ def _cli(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "ckam_bench.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], capture_output=True, text=True)
 
 
 def test_gibbs_declines_other_targets_from_the_cli(tmp_path):

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ckam_bench import store
-from ckam_bench.runner import Budget, Runner
+from ckam_bench.engine import store
+from ckam_bench.engine.runner import Budget, Runner
 from ckam_bench.samplers import peers
 from ckam_bench.targets.banana import Banana
 from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
@@ -253,8 +253,8 @@ FIRST_RUN = """
 import json, sys, tempfile
 from pathlib import Path
 import numpy as np, pandas as pd
-from ckam_bench import store
-from ckam_bench.runner import Budget, Runner
+from ckam_bench.engine import store
+from ckam_bench.engine.runner import Budget, Runner
 from ckam_bench.samplers import peers
 from ckam_bench.targets.gaussians import gauss2d_corr
 make = {"nutpie": peers.Nutpie, "numpyro_nuts": peers.NumPyroNUTS, "blackjax_nuts": peers.BlackJAXNUTS}[sys.argv[1]]
@@ -371,7 +371,7 @@ def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
     run = tmp_path / "run"
     script = (f"import sys; sys.modules[{module!r}] = None; "
               f"sys.argv = ['ckam-bench', 'sampler={name}', 'target=gauss2d_corr', 'hydra.run.dir={run}']; "
-              f"from ckam_bench.cli import main; main()")
+              f"from ckam_bench.commands.cli import main; main()")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=300)
     assert proc.returncode == 2

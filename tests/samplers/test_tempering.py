@@ -200,7 +200,7 @@ def test_healthy_pt_on_a_cut_target_is_not_flagged(value):
     right) although its hot chains propose outside the half-space at most iterations: the
     health flags are about the collected chain, so only chain 1's non-finite proposals count
     (Block.n_nonfinite); every chain's are in the trace column n_nonfinite_all_chains."""
-    from ckam_bench.tally import Tally
+    from ckam_bench.engine.tally import Tally
 
     target = NonFiniteHalfPlane(2, value)
     sampler = ParallelTempering(10)

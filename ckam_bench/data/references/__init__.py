@@ -1,3 +1,3 @@
 """Certified reference samples shipped with ckam-bench (built by ``ckam-bench-reference``;
-see :mod:`ckam_bench.reference`): ``<reference_id>.npz`` with its certificate, and the
+see :mod:`ckam_bench.checks.reference`): ``<reference_id>.npz`` with its certificate, and the
 certificate as ``<reference_id>.json``."""

@@ -39,7 +39,7 @@ marker (the configuration's hash: a folder of another configuration is refused u
 ``rank_histograms.png`` (each variable's rank histogram with the central 1 − α band of a bin
 count, Binomial(N, 1/bins)), ``ecdf_difference.png`` (ECDF of the fractional ranks minus the
 uniform CDF, with the simultaneous 1 − α band of Säilynoja, Bürkner and Vehtari 2022 from
-arviz-stats) and ``verdict.json``. Every file is written atomically (:mod:`ckam_bench.rundir`).
+arviz-stats) and ``verdict.json``. Every file is written atomically (:mod:`ckam_bench.engine.rundir`).
 
 Exit codes: 0 the verdict is *pass*; 1 *fail*; 2 invalid configuration, a prior that cannot be
 drawn exactly, or a refused folder (one line, nothing created); 3 *incomplete* (simulations
@@ -62,8 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ckam_bench import rundir, store
-from ckam_bench.validate import ConfigError, resolved
+from ckam_bench.engine import rundir, store
+from ckam_bench.commands.validate import ConfigError, resolved
 
 EXIT_PASS, EXIT_FAIL, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 TRUTH = "truth.npz"
@@ -306,7 +306,7 @@ def collect(folder: Path, truth: dict, n: int, draws: int, seed: int = 0
             ) -> tuple[np.ndarray, list, dict]:
     """Ranks (used simulations, K) from the runs in ``runs/``, the used simulations' rows for
     ranks.parquet, and why the others were left out. A run whose folder another process holds
-    (its ``flock``, :class:`~ckam_bench.rundir.FolderLock`) is still running: never counted."""
+    (its ``flock``, :class:`~ckam_bench.engine.rundir.FolderLock`) is still running: never counted."""
     names = list(truth)
     ranks, rows, left_out = [], [], {}
     for i in range(n):
@@ -449,7 +449,7 @@ def resume_command(argv: list[str], folder: Path) -> str:
 
 def run(argv: list[str]) -> int:
     """``ckam-bench-sbc`` with ``argv`` (Hydra overrides); returns the exit code."""
-    from ckam_bench import cli, overrides as override_check
+    from ckam_bench.commands import cli, overrides as override_check
 
     sweep_args = [a for a in argv if a.startswith(("hydra/", "hydra.", "+hydra", "~hydra"))]
     searchpath = [a for a in argv if a.startswith("hydra.searchpath=")]
@@ -541,7 +541,7 @@ def _interrupt(signum, frame):
 def _die_with(parent: int):
     """The sweep's pre-exec hook: on Linux, SIGTERM when ``parent`` (this command) dies
     (``PR_SET_PDEATHSIG``; the runs then write a final checkpoint and stop, the watchdog of
-    :mod:`ckam_bench.sweeps` ends joblib workers); elsewhere the SBC folder's lock, passed to
+    :mod:`ckam_bench.commands.sweeps` ends joblib workers); elsewhere the SBC folder's lock, passed to
     the sweep, still refuses a re-run while the sweep lives."""
     def hook():
         if sys.platform.startswith("linux"):
@@ -596,7 +596,7 @@ def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args, choice, 
         truth = {name: archive[name] for name in target.stored_names}
     # 3. the runs: one ckam-bench sweep (launcher, resume and refusals are the harness's)
     passed = [o for o in overrides if not o.startswith(("sbc.", "seed="))]
-    command = [sys.executable, "-m", "ckam_bench.cli", "-m", *passed, *sweep_args,
+    command = [sys.executable, "-m", "ckam_bench.commands.cli", "-m", *passed, *sweep_args,
                f"seed=range(0,{n})", f"target.data={folder}/simulations/${{seed}}.npz",
                f"hydra.sweep.dir={folder / 'runs'}", "hydra.sweep.subdir=sim_${seed}",
                "~hydra.callbacks.sweep_report"]
@@ -657,7 +657,7 @@ def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args, choice, 
 
 def main() -> None:
     """Console entry point ``ckam-bench-sbc``."""
-    from ckam_bench.discovery import command_help
+    from ckam_bench.commands.discovery import command_help
 
     if command_help("ckam-bench-sbc", sys.argv[1:]):
         return

@@ -1,5 +1,5 @@
 """What a run may spend and where it checkpoints: the budget, the sampler clock and the
-checkpoint schedule (used by :class:`ckam_bench.runner.Runner`).
+checkpoint schedule (used by :class:`ckam_bench.engine.runner.Runner`).
 
 Costs are counted in the :data:`UNITS` — sampler seconds (on the budget's clock), iterations,
 density evaluations, gradient evaluations. :class:`Budget` says when a run stops,

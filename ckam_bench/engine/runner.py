@@ -20,7 +20,7 @@ density evaluations or gradient evaluations (:data:`UNITS`), so samplers of very
 per iteration share checkpoints on the axis a comparison uses — and once more at the end. In
 a counted unit, blocks are shortened to land on each checkpoint (exactly for iterations; for
 evaluations, at the first iteration that reaches it). Each checkpoint writes one row to
-``trace.parquet``, ``status.json`` and the resume state (:mod:`ckam_bench.rundir`). The bounded
+``trace.parquet``, ``status.json`` and the resume state (:mod:`ckam_bench.engine.rundir`). The bounded
 ``samples.parquet`` / ``diagnostics.parquet`` (heavier) are rewritten with it unless the wall
 time spent outside the sampler so far exceeds ``max_overhead`` times the sampler time; they
 then wait for a later checkpoint (they are always written at the first and at the last). A
@@ -79,9 +79,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ckam_bench import jit, runstatus, snapshot
-from ckam_bench.budget import UNITS, Budget, SamplerClock, Schedule, checkpoint_times
-from ckam_bench.tally import Tally, ratio
+from ckam_bench import jit
+from ckam_bench.engine import runstatus, snapshot
+from ckam_bench.engine.budget import UNITS, Budget, SamplerClock, Schedule, checkpoint_times
+from ckam_bench.engine.tally import Tally, ratio
 
 __all__ = ["Runner", "Budget", "UNITS", "checkpoint_times", "StopRequest"]
 
@@ -138,7 +139,7 @@ class _Progress:
 
 
 def run_labels(sampler, target, given: dict | None = None) -> dict:
-    """The names a run's rows and status carry (:data:`ckam_bench.runstatus.LABELS`):
+    """The names a run's rows and status carry (:data:`ckam_bench.engine.runstatus.LABELS`):
     ``run_id`` (12 hex digits), ``sampler``, ``target``, ``kernel`` (``"none"`` without one) and
     ``seed``; those not ``given`` come from the objects (class names, ``target.name``), the
     seed from nothing (0). The command line gives the config names."""
@@ -155,13 +156,13 @@ def run_labels(sampler, target, given: dict | None = None) -> dict:
 class Runner:
     """Run one sampler on one target under a budget, writing its run folder.
 
-    ``folder`` is a claimed :class:`ckam_bench.rundir.RunFolder` (the CLI claims it); a plain
+    ``folder`` is a claimed :class:`ckam_bench.engine.rundir.RunFolder` (the CLI claims it); a plain
     path is claimed here for the config hash in ``status_extra`` (used by tests and scripts).
     ``checkpoint_unit`` is one of :data:`UNITS`; ``checkpoints`` are positions in that unit.
-    The pieces: :class:`~ckam_bench.budget.Schedule` (where the next checkpoint is, how long
-    the next block may be), :class:`~ckam_bench.budget.SamplerClock`,
-    :class:`~ckam_bench.tally.Tally` (the totals fed block by block), :mod:`ckam_bench.runstatus`
-    (trace rows and status) and :mod:`ckam_bench.snapshot` (the resume state).
+    The pieces: :class:`~ckam_bench.engine.budget.Schedule` (where the next checkpoint is, how long
+    the next block may be), :class:`~ckam_bench.engine.budget.SamplerClock`,
+    :class:`~ckam_bench.engine.tally.Tally` (the totals fed block by block), :mod:`ckam_bench.engine.runstatus`
+    (trace rows and status) and :mod:`ckam_bench.engine.snapshot` (the resume state).
     """
 
     def __init__(self, sampler, target, metrics: dict, budget: Budget, folder, rng,
@@ -210,7 +211,7 @@ class Runner:
                 "density": self.target.n_density, "grad": self.target.n_grad}[unit]
 
     def flags(self) -> dict[str, str]:
-        """The run's health flags (see :meth:`ckam_bench.tally.Tally.flags`)."""
+        """The run's health flags (see :meth:`ckam_bench.engine.tally.Tally.flags`)."""
         return self.tally.flags()
 
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
@@ -236,7 +237,7 @@ class Runner:
         it has one); returns the final status dictionary."""
         from threadpoolctl import threadpool_limits
 
-        from ckam_bench import rundir
+        from ckam_bench.engine import rundir
 
         owned = not isinstance(self.folder, rundir.RunFolder)
         if owned:  # a plain path: claim it here
@@ -274,7 +275,7 @@ class Runner:
         return runstatus.status(self, state, reason, wall)
 
     def _fail(self, wall_start: float, bar, exc: BaseException) -> None:
-        """Mark the run ``failed`` whatever raised (:func:`ckam_bench.runstatus.mark_failed`)."""
+        """Mark the run ``failed`` whatever raised (:func:`ckam_bench.engine.runstatus.mark_failed`)."""
         bar.close()
         runstatus.mark_failed(self, exc, lambda reason: self._checkpoint(wall_start, "failed", reason),
                               self.wall_offset + time.perf_counter() - wall_start)

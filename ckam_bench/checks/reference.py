@@ -178,9 +178,9 @@ def reference_names(certificate: dict) -> tuple[str, str]:
 
 def store_reference(folder, certificate: dict, arrays: dict) -> Path:
     """Write ``<id>.npz`` (arrays + certificate) and ``<id>.json`` together, through
-    :mod:`ckam_bench.outputs` (a folder that is not a reference store is refused; an existing
+    :mod:`ckam_bench.engine.outputs` (a folder that is not a reference store is refused; an existing
     reference is never replaced); returns the npz."""
-    from ckam_bench.outputs import OutputFolder
+    from ckam_bench.engine.outputs import OutputFolder
 
     out = folder if isinstance(folder, OutputFolder) else OutputFolder.inspect(folder, COMMAND, STORE)
     npz, sidecar = reference_names(certificate)
@@ -224,7 +224,7 @@ CHAIN_ARRAYS = ("held", "sums", "count", "acceptance", "n_nonfinite", "start", "
 
 def code_version() -> dict:
     """ckam-bench's version and git commit (part of a chain's job identity)."""
-    from ckam_bench import provenance
+    from ckam_bench.engine import provenance
 
     return {"ckam-bench": _versions().get("ckam-bench"),
             "git_commit": provenance.source().get("git_commit")}
@@ -265,8 +265,8 @@ def chain_arrays(run: ChainRun, identity: dict | None = None) -> dict:
 def save_chain(path, run: ChainRun, identity: dict | None = None) -> None:
     """Store one chain's result (a part of a reference run split over jobs) with its job
     identity and checksum, atomically (Python API; the command publishes through
-    :mod:`ckam_bench.outputs`)."""
-    from ckam_bench.rundir import atomic_write
+    :mod:`ckam_bench.engine.outputs`)."""
+    from ckam_bench.engine.rundir import atomic_write
 
     arrays = chain_arrays(run, identity)
 
@@ -467,8 +467,8 @@ KEYS = ("chains", "burn_in", "iterations", "max_draws", "stored_draws", "start_s
 def validate_config(cfg) -> tuple[dict, object]:
     """Every key of a ckam-bench-reference config checked (:class:`ConfigError` naming the key
     and its allowed range); returns the resolved config and the target. Writes nothing."""
-    from ckam_bench.cli import _build
-    from ckam_bench.validate import ConfigError, check_objects, resolved
+    from ckam_bench.commands.cli import _build
+    from ckam_bench.commands.validate import ConfigError, check_objects, resolved
 
     plain = resolved(cfg)
     plain.pop("hydra", None)
@@ -493,10 +493,10 @@ def validate_config(cfg) -> tuple[dict, object]:
 def _run(cfg) -> int:
     from hydra.core.hydra_config import HydraConfig
 
-    from ckam_bench.cli import _build
-    from ckam_bench.outputs import OutputFolder
-    from ckam_bench.rundir import FolderRefused
-    from ckam_bench.validate import ConfigError
+    from ckam_bench.commands.cli import _build
+    from ckam_bench.engine.outputs import OutputFolder
+    from ckam_bench.engine.rundir import FolderRefused
+    from ckam_bench.commands.validate import ConfigError
 
     def say(msg):
         print(f"ckam-bench-reference: {msg}", file=sys.stderr, flush=True)
@@ -590,13 +590,13 @@ def _run(cfg) -> int:
 
 def main() -> None:
     """Console entry point ``ckam-bench-reference``."""
-    from ckam_bench.discovery import command_help
+    from ckam_bench.commands.discovery import command_help
 
     if command_help("ckam-bench-reference", sys.argv[1:]):
         return
     import hydra
 
-    from ckam_bench.validate import one_line_hydra_errors
+    from ckam_bench.commands.validate import one_line_hydra_errors
 
     started = []
 

@@ -12,7 +12,7 @@ module adds what the constructors cannot say well by themselves:
   ``block_seconds``, store capacities) have sensible values.
 
 Range checks that belong to an object (β ∈ (0, 1), step sizes > 0, Matérn smoothness > 1, …)
-stay in its constructor; :func:`ckam_bench.cli.build` reports them with the full key of the
+stay in its constructor; :func:`ckam_bench.commands.cli.build` reports them with the full key of the
 node that failed.
 """
 
@@ -294,8 +294,8 @@ def one_line_hydra_errors(app, prog: str, started: list) -> None:
     import io
     import sys
 
-    from ckam_bench.overrides import flags_first
-    from ckam_bench.sweeps import PROGRAM
+    from ckam_bench.commands.overrides import flags_first
+    from ckam_bench.commands.sweeps import PROGRAM
 
     PROGRAM.append(prog)
     sys.argv[1:] = flags_first(sys.argv[1:])

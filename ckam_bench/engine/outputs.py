@@ -1,13 +1,13 @@
 """Output folders of ckam-bench-check, ckam-bench-reference and ckam-bench-figures.
 
-The run folders of ``ckam-bench`` are :mod:`ckam_bench.rundir`'s; the folders the three other
+The run folders of ``ckam-bench`` are :mod:`ckam_bench.engine.rundir`'s; the folders the three other
 commands write into follow the same rules, here, so that what any command may do to a user's
 disk can be audited in these two files:
 
 * **Claiming.** A command writes only into a folder it claims: a new or empty folder, or one
   holding its marker ``.ckam-output.json`` with the same command and the same identity (the
   check: its config hash; the figures: the results folder; the references: the store). Any
-  other folder is refused (:class:`~ckam_bench.rundir.FolderRefused`, exit 2) by
+  other folder is refused (:class:`~ckam_bench.engine.rundir.FolderRefused`, exit 2) by
   :meth:`OutputFolder.inspect`, which reads only: commands call it before any long work, and
   create the folder and the marker (:meth:`OutputFolder.open`) only when they have something
   to write, so a refused, invalid or unsuccessful command changes nothing on disk.
@@ -49,8 +49,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckam_bench import rundir
-from ckam_bench.rundir import FolderRefused
+from ckam_bench.engine import rundir
+from ckam_bench.engine.rundir import FolderRefused
 
 MARKER = ".ckam-output.json"
 LOCK = ".ckam-output.lock"

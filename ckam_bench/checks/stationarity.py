@@ -30,7 +30,7 @@ conservative for positively dependent tests, so it is typically below).
 ``tests/samplers/invariance.py``); ``ckam-bench-check`` (:func:`main`) composes the same
 config as ``ckam-bench`` (so presets, experiments and overrides apply), runs the check and
 writes ``verdict.csv``, ``verdict.md``, ``tests.csv``, ``stationarity.png`` and ``check.json``
-into its output folder through :mod:`ckam_bench.outputs` (a new or empty folder, or one of an
+into its output folder through :mod:`ckam_bench.engine.outputs` (a new or empty folder, or one of an
 earlier check of the same config; anything else is refused untouched).
 """
 
@@ -296,9 +296,9 @@ COMMAND = "ckam-bench-check"
 
 def write_outputs(result: StationarityResult, out, info: dict, identity: str = "") -> dict:
     """Write the check's files (``OUTPUT_FILES``) into ``out`` (a path, or an
-    :class:`~ckam_bench.outputs.OutputFolder` already inspected), all published together
-    (:mod:`ckam_bench.outputs`: a folder that is not this check's is refused untouched)."""
-    from ckam_bench.outputs import OutputFolder
+    :class:`~ckam_bench.engine.outputs.OutputFolder` already inspected), all published together
+    (:mod:`ckam_bench.engine.outputs`: a folder that is not this check's is refused untouched)."""
+    from ckam_bench.engine.outputs import OutputFolder
     from ckam_bench.report.validity import figure_check, markdown
 
     folder = out if isinstance(out, OutputFolder) else OutputFolder.inspect(out, COMMAND, identity)
@@ -334,10 +334,10 @@ def _app_main(cfg) -> int:
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    from ckam_bench import cli
-    from ckam_bench.outputs import OutputFolder
-    from ckam_bench.rundir import FolderRefused
-    from ckam_bench.validate import ConfigError, check_config, check_times
+    from ckam_bench.commands import cli
+    from ckam_bench.engine.outputs import OutputFolder
+    from ckam_bench.engine.rundir import FolderRefused
+    from ckam_bench.commands.validate import ConfigError, check_config, check_times
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
@@ -399,7 +399,7 @@ def _app_main(cfg) -> int:
 
 def main() -> None:
     """Console entry ``ckam-bench-check``: a Hydra app on ``conf/check.yaml``."""
-    from ckam_bench.discovery import command_help
+    from ckam_bench.commands.discovery import command_help
 
     if command_help("ckam-bench-check", sys.argv[1:]):
         return
@@ -407,7 +407,7 @@ def main() -> None:
 
     import ckam_bench  # noqa: F401  (registers the config resolvers)
 
-    from ckam_bench.validate import one_line_hydra_errors
+    from ckam_bench.commands.validate import one_line_hydra_errors
 
     code, started = {"value": 0}, []
 

@@ -2,7 +2,7 @@
 
 A plugin is an installed Python package that declares, in its ``pyproject.toml``::
 
-    [project.entry-points."ckam_bench.plugins"]
+    [project.entry-points."ckam_bench.commands.plugins"]
     my_samplers = "my_samplers.conf"
 
 where ``my_samplers.conf`` is a package (a folder with an ``__init__.py``, its YAMLs shipped as
@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 from importlib import metadata
 
-GROUP = "ckam_bench.plugins"
+GROUP = "ckam_bench.commands.plugins"
 
 
 def config_modules() -> list[str]:

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckam_bench import store
+from ckam_bench.engine import store
 
 MARKER = ".ckam-run.json"
 LOCK = ".lock"

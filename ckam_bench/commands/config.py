@@ -11,9 +11,9 @@
   Hydra's resolver cache, so output folders never collide even when started in the same second.
 * ``${pymc_dim:spec}`` — the number of unconstrained coordinates of a PyMC model
   (``conf/target/pymc.yaml``; :func:`ckam_bench.targets.pymc.model_dim`). A model that cannot
-  be loaded is a :class:`~ckam_bench.validate.ConfigError` naming ``target.model``.
+  be loaded is a :class:`~ckam_bench.commands.validate.ConfigError` naming ``target.model``.
 * ``${ckam_plugins:}`` — ``hydra.searchpath`` entries of the installed plugins
-  (:mod:`ckam_bench.plugins`).
+  (:mod:`ckam_bench.commands.plugins`).
 * ``${posteriordb_models:subset}`` — the ``target.model`` values of the posteriordb suite's
   posteriors chosen by ``subset`` (:mod:`ckam_bench.posteriordb.subset`), comma-separated for
   the suite experiment's sweep; a term that selects nothing is a ConfigError.
@@ -44,7 +44,7 @@ def _uid() -> str:
 
 def pymc_dim(spec) -> int:
     from ckam_bench.targets.pymc import ModelError, model_dim
-    from ckam_bench.validate import ConfigError
+    from ckam_bench.commands.validate import ConfigError
 
     if spec is None:
         raise ConfigError("target.model: must be set: target.model=PACKAGE.MODULE:FUNCTION or "
@@ -57,7 +57,7 @@ def pymc_dim(spec) -> int:
 
 def posteriordb_models(subset) -> str:
     from ckam_bench.posteriordb.subset import SubsetError, model_specs
-    from ckam_bench.validate import ConfigError
+    from ckam_bench.commands.validate import ConfigError
 
     try:
         return model_specs(subset)
@@ -77,7 +77,7 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("pymc_dim"):
         OmegaConf.register_new_resolver("pymc_dim", pymc_dim)
     if not OmegaConf.has_resolver("ckam_plugins"):
-        from ckam_bench.plugins import search_path
+        from ckam_bench.commands.plugins import search_path
 
         OmegaConf.register_new_resolver("ckam_plugins", search_path)
     if not OmegaConf.has_resolver("posteriordb_models"):

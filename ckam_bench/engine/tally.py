@@ -1,4 +1,4 @@
-"""A run's running totals, fed block by block (used by :class:`ckam_bench.runner.Runner`):
+"""A run's running totals, fed block by block (used by :class:`ckam_bench.engine.runner.Runner`):
 counts, acceptance per phase, the bounded stores of samples and per-iteration diagnostics,
 the health flags and which loops ran."""
 

@@ -109,11 +109,11 @@ def program() -> str:
 
 def claim_sweep_folder(folder, config):
     """Claim a sweep's folder before Hydra writes its ``multirun.yaml`` there (the text
-    Hydra saves; :func:`ckam_bench.outputs.claim_sweep_folder`): a ``multirun.yaml`` that no
+    Hydra saves; :func:`ckam_bench.engine.outputs.claim_sweep_folder`): a ``multirun.yaml`` that no
     ckam-bench sweep wrote is never replaced — one line, exit 2, nothing changed. Returns the
-    folder's previous state (:class:`ckam_bench.outputs.SweepState`)."""
-    from ckam_bench import outputs
-    from ckam_bench.rundir import FolderRefused
+    folder's previous state (:class:`ckam_bench.engine.outputs.SweepState`)."""
+    from ckam_bench.engine import outputs
+    from ckam_bench.engine.rundir import FolderRefused
 
     prog = program()
     try:
@@ -129,7 +129,7 @@ def claim_sweep_folder(folder, config):
 
 class SweepFolderClaim(Callback):
     """Hydra callback (``conf/reference.yaml``; ckam-bench and ckam-bench-check do the same in
-    :class:`ckam_bench.cli.OutputFolderCheck`): :func:`claim_sweep_folder` before a sweep."""
+    :class:`ckam_bench.commands.cli.OutputFolderCheck`): :func:`claim_sweep_folder` before a sweep."""
 
     def on_multirun_start(self, config, **kwargs) -> None:
         claim_sweep_folder(Path(str(config.hydra.sweep.dir)), config)

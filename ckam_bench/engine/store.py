@@ -1,12 +1,12 @@
 """Run folders on disk: the file layout, and loading runs back into pandas.
 
-(Everything that writes, replaces or removes files lives in :mod:`ckam_bench.rundir`.)
+(Everything that writes, replaces or removes files lives in :mod:`ckam_bench.engine.rundir`.)
 
 A run folder (Hydra's run or sweep-job directory) holds
 
 * ``.ckam-run.json`` — the marker that makes the folder this run's (its config hash);
 * ``.hydra/`` — the config snapshot (``config.yaml``, ``overrides.yaml``, ``hydra.yaml``);
-* ``trace.parquet`` — one tidy row per checkpoint (see :mod:`ckam_bench.runner`);
+* ``trace.parquet`` — one tidy row per checkpoint (see :mod:`ckam_bench.engine.runner`);
 * ``samples.parquet`` — a bounded, thinned sample of the collected states
   (``index`` = position in the collected chain, then ``x0 … x{d-1}``);
 * ``diagnostics.parquet`` — per-iteration diagnostics (``iteration, phase, accepted,
@@ -96,7 +96,7 @@ RESUME_KEYS = ("rng", "clock", "wall", "iterations", "n_collected", "n_density",
 
 
 def read_resume(path: Path) -> tuple[dict[str, np.ndarray], dict]:
-    """Read a file written by :func:`ckam_bench.rundir.write_resume` (``allow_pickle=False``;
+    """Read a file written by :func:`ckam_bench.engine.rundir.write_resume` (``allow_pickle=False``;
     every array is read in full, so a truncated or corrupted file raises here)."""
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files if k != "__meta__"}
@@ -169,7 +169,7 @@ def load_traces(root: str | Path, states: tuple[str, ...] | None = None) -> pd.D
 # ---------------------------------------------------------------------------- identity
 def config_digest(plain: dict, loops: str) -> str:
     """sha256 of a resolved run config (Hydra's settings and the progress bar left out) and
-    the loop mode: the config hash of a run (:func:`ckam_bench.cli.config_hash`)."""
+    the loop mode: the config hash of a run (:func:`ckam_bench.commands.cli.config_hash`)."""
     plain = {k: v for k, v in plain.items() if k not in ("hydra", "progress")}
     plain["__loops__"] = loops
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()

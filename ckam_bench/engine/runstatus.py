@@ -1,5 +1,5 @@
-"""What a :class:`ckam_bench.runner.Runner` reports at a checkpoint: the trace row (one per
-checkpoint, in ``trace.parquet``; its columns are listed in :mod:`ckam_bench.runner`) and the
+"""What a :class:`ckam_bench.engine.runner.Runner` reports at a checkpoint: the trace row (one per
+checkpoint, in ``trace.parquet``; its columns are listed in :mod:`ckam_bench.engine.runner`) and the
 status dictionary (``status.json``: state, flags, budget, totals, provenance)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from ckam_bench.provenance import load_average
-from ckam_bench.tally import ratio
+from ckam_bench.engine.provenance import load_average
+from ckam_bench.engine.tally import ratio
 
 LABELS = ("run_id", "target", "sampler", "kernel", "seed")
 

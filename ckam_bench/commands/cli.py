@@ -2,10 +2,10 @@
 
 ``ckam-bench sampler=ckam target=bimodal`` composes ``conf/config.yaml`` with the overrides,
 builds the target, sampler and metrics with ``hydra.utils.instantiate``, runs them under
-the budget (:class:`ckam_bench.runner.Runner`) and stores the run in Hydra's output folder.
+the budget (:class:`ckam_bench.engine.runner.Runner`) and stores the run in Hydra's output folder.
 ``ckam-bench -m sampler=rw,ckam seed=0,1`` sweeps (Hydra multirun).
 
-The run folder is claimed through :mod:`ckam_bench.rundir` only after the whole config has
+The run folder is claimed through :mod:`ckam_bench.engine.rundir` only after the whole config has
 been validated and built: re-running into an existing run folder (same ``hydra.run.dir``, or
 the same ``hydra.sweep.dir`` for a sweep) continues it — a run already complete for the same
 resolved config (same :func:`config_hash`) is skipped, an interrupted or killed one resumes
@@ -38,17 +38,19 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ckam_bench import discovery, jit, outputs, overrides, provenance, rundir, store, sweeps
-from ckam_bench.runner import UNITS, Budget, Runner, checkpoint_times
+from ckam_bench import jit
+from ckam_bench.commands import discovery, overrides, sweeps
+from ckam_bench.engine import outputs, provenance, rundir, store
+from ckam_bench.engine.runner import UNITS, Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
-from ckam_bench.validate import ConfigError, check_config, resolved
+from ckam_bench.commands.validate import ConfigError, check_config, resolved
 
 def config_hash(cfg: DictConfig) -> str:
     """sha256 of everything that changes a run's chain or its speed: the resolved run config
     (Hydra's settings and the progress bar excluded) and the loop mode (compiled or Python),
     so a folder run in one mode is never taken as complete for the other
-    (:func:`ckam_bench.store.config_digest`, which the report uses to check a run folder)."""
+    (:func:`ckam_bench.engine.store.config_digest`, which the report uses to check a run folder)."""
     return store.config_digest(resolved(cfg), "compiled" if jit.enabled() else "python")
 
 
@@ -102,7 +104,7 @@ def _checked_target(cfg: DictConfig, label: str):
 
 def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     """Build every object of a run from its config; raise ConfigError on bad input. Writes
-    nothing: the run folder is claimed afterwards (:mod:`ckam_bench.rundir`)."""
+    nothing: the run folder is claimed afterwards (:mod:`ckam_bench.engine.rundir`)."""
     check_config(cfg)
     target = _checked_target(cfg, labels["target"])
     sampler = _build(cfg, "sampler")
@@ -448,6 +450,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # run the imported module, where Hydra's callback keeps its state
-    from ckam_bench import cli
+    from ckam_bench.commands import cli
 
     cli.main()

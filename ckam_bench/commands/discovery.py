@@ -163,7 +163,7 @@ def _first_line(text: str | None) -> str:
 def _yaml_places(sources=()) -> list[tuple[str, str]]:
     """Where YAMLs are read from: the shipped and plugin config packages, then the config
     repository's ``sources`` (file paths), in search-path order."""
-    from ckam_bench.plugins import config_modules
+    from ckam_bench.commands.plugins import config_modules
 
     places = [("pkg", m) for m in ("ckam_bench.conf", *config_modules())]
     return places + [(s.scheme(), s.path) for s in sources if s.scheme() == "file"]

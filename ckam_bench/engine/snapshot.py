@@ -1,12 +1,12 @@
-"""A run's resume state: everything a :class:`ckam_bench.runner.Runner` needs to continue a
+"""A run's resume state: everything a :class:`ckam_bench.engine.runner.Runner` needs to continue a
 run exactly where its latest checkpoint left it — the sampler's chain, the random generator
 states, the clocks, every counter, the metric accumulators, the bounded stores, the position
 on the checkpoint schedule and the trace rows — as arrays (no pickle) and plain values.
-:mod:`ckam_bench.rundir` writes it at every checkpoint and verifies it before a resume."""
+:mod:`ckam_bench.engine.rundir` writes it at every checkpoint and verifies it before a resume."""
 
 from __future__ import annotations
 
-from ckam_bench import store
+from ckam_bench.engine import store
 
 
 def take(run, wall: float) -> tuple[dict, dict]:
