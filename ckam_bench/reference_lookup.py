@@ -75,6 +75,23 @@ class Reference:
 _ARRAYS = ("samples", "chain", "mean", "second_moment", "variance", "fourth_moment", "mcse_mean")
 
 
+TAIL_PROB = (0.05, 0.95)
+
+
+def diagnose(draws: np.ndarray) -> dict:
+    """Split R-hat (rank), bulk ESS and tail ESS per coordinate of ``draws`` (chains, n, d),
+    and the MCSE of each mean, with arviz-stats."""
+    from arviz_stats.base import array_stats
+
+    ary = np.moveaxis(np.asarray(draws, float), -1, 0)  # (d, chains, n)
+    rhat = array_stats.rhat(ary, chain_axis=-2, draw_axis=-1, method="rank")
+    bulk = array_stats.ess(ary, chain_axis=-2, draw_axis=-1, method="bulk")
+    tail = array_stats.ess(ary, chain_axis=-2, draw_axis=-1, method="tail", prob=TAIL_PROB)
+    mcse = array_stats.mcse(ary, chain_axis=-2, draw_axis=-1, method="mean")
+    return {"rhat": np.asarray(rhat), "ess_bulk": np.asarray(bulk), "ess_tail": np.asarray(tail),
+            "mcse_mean": np.asarray(mcse)}
+
+
 def is_certified(certificate: dict) -> bool:
     """Whether a certificate certifies its sample: it says so, its criteria are at least
     posteriordb's (split R-hat < 1.01, bulk and tail ESS >= 10 000 — a looser threshold gives a

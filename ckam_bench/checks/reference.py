@@ -52,31 +52,16 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench.reference_lookup import (  # noqa: F401 - the loader, re-exported
-    CACHE_ENV, ESS_MIN, PROBE_RTOL, RHAT_MAX, SHIPPED, Reference, cache_dir, check_probes,
-    density_probes, find_reference, is_certified, load_reference, probe_points, read_reference,
-    search_path)
+    CACHE_ENV, ESS_MIN, PROBE_RTOL, RHAT_MAX, SHIPPED, TAIL_PROB, Reference, cache_dir,
+    check_probes, density_probes, diagnose, find_reference, is_certified, load_reference,
+    probe_points, read_reference, search_path)
 
-TAIL_PROB = (0.05, 0.95)
 MAX_HELD = 100_000_000
 """Most draw entries (chains × held draws × d) held in memory for the diagnostics (800 MB)."""
 EXIT_CONFIG, EXIT_UNCERTIFIED = 2, 3
 
 
 # ---------------------------------------------------------------------------- certification
-def diagnose(draws: np.ndarray) -> dict:
-    """Split R-hat (rank), bulk ESS and tail ESS per coordinate of ``draws`` (chains, n, d),
-    and the MCSE of each mean, with arviz-stats."""
-    from arviz_stats.base import array_stats
-
-    ary = np.moveaxis(np.asarray(draws, float), -1, 0)  # (d, chains, n)
-    rhat = array_stats.rhat(ary, chain_axis=-2, draw_axis=-1, method="rank")
-    bulk = array_stats.ess(ary, chain_axis=-2, draw_axis=-1, method="bulk")
-    tail = array_stats.ess(ary, chain_axis=-2, draw_axis=-1, method="tail", prob=TAIL_PROB)
-    mcse = array_stats.mcse(ary, chain_axis=-2, draw_axis=-1, method="mean")
-    return {"rhat": np.asarray(rhat), "ess_bulk": np.asarray(bulk), "ess_tail": np.asarray(tail),
-            "mcse_mean": np.asarray(mcse)}
-
-
 def certify(diag: dict, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> tuple[bool, str]:
     """(certified, why not) under posteriordb's criteria; NaN fails every criterion."""
     checks = (("split R-hat", diag["rhat"], lambda v: v < rhat_max, f"< {rhat_max}", np.nanargmax),
