@@ -43,8 +43,11 @@ SPD A with A C_g A = C_x,
 .. math::
     A = C_g^{-1/2}\,\bigl(C_g^{1/2} C_x C_g^{1/2}\bigr)^{1/2}\,C_g^{-1/2}
 
-(on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ, the eigenpairs with
-λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
+(on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ (computed as the
+singular pairs of a factor GGᵀ = A, :func:`geometric_mean_factor`, and clipped to the range
+[1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows: rounding leaves it when
+a few early draws make the eigenvalues span ~16 decades),
+the eigenpairs with λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
 is diag(σ)(I + U(Λ − I)Uᵀ)diag(σ) (:mod:`~ckam_bench.samplers.nuts_metric`): exactly the
 diagonal estimate outside span(U), the geometric mean inside. The draws are kept in a buffer
 (rows [x, g]; row 0 holds the split and end counts) whose foreground is every stored draw and
@@ -173,25 +176,34 @@ def low_rank_count(est, background):
 
 
 @jit.jitable
-def _sym_sqrt(c, power):
-    """c^power for a symmetric positive definite c (eigendecomposition)."""
-    w, v = np.linalg.eigh(c)
-    m = v.shape[0]
-    scaled = np.empty((m, m))
+def geometric_mean_factor(cx, cg):
+    """G with GGᵀ = A, the SPD A with A·cg·A = cx. With cg = W diag(w) Wᵀ and
+    K = diag(√w)Wᵀ·cx·W diag(√w) = Z diag(κ) Zᵀ, A = W diag(w^−½) Z diag(κ^½) Zᵀ diag(w^−½) Wᵀ,
+    so G = W diag(w^−½) Z diag(κ^¼): A's eigenpairs are then G's singular pairs, whose values
+    are never negative (forming A first loses its smallest eigenvalues to rounding, even below
+    0, when cg's eigenvalues span many decades, as a few early draws give)."""
+    w, wv = np.linalg.eigh(cg)
+    m = w.shape[0]
+    half, inv_half = np.empty((m, m)), np.empty((m, m))
     for i in range(m):
         for j in range(m):
-            scaled[i, j] = v[i, j] * max(w[j], 1e-300) ** power
-    return scaled @ v.T
+            root = math.sqrt(max(w[j], 1e-300))
+            half[i, j] = wv[i, j] * root
+            inv_half[i, j] = wv[i, j] / root
+    k = half.T @ cx @ half
+    kappa, z = np.linalg.eigh(0.5 * (k + k.T))
+    g = inv_half @ z
+    for i in range(m):
+        for j in range(m):
+            g[i, j] *= max(kappa[j], 0.0) ** 0.25
+    return g
 
 
 @jit.jitable
 def spd_geometric_mean(cx, cg):
-    """The SPD A with A cg A = cx: cg^(−½)(cg^½ cx cg^½)^½ cg^(−½) (symmetrised)."""
-    root, inv_root = _sym_sqrt(cg, 0.5), _sym_sqrt(cg, -0.5)
-    middle = root @ cx @ root
-    middle = 0.5 * (middle + middle.T)
-    a = inv_root @ _sym_sqrt(middle, 0.5) @ inv_root
-    return 0.5 * (a + a.T)
+    """The SPD A with A·cg·A = cx: cg^(−½)(cg^½·cx·cg^½)^½·cg^(−½)."""
+    g = geometric_mean_factor(cx, cg)
+    return g @ g.T
 
 
 @jit.jitable
@@ -233,7 +245,15 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
     for i in range(m):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
-    values, vectors = np.linalg.eigh(spd_geometric_mean(cx, cg))
+    vectors, roots, _ = np.linalg.svd(geometric_mean_factor(cx, cg))
+    # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
+    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding can leave the range below (the smallest
+    # eigenvalues of a product whose eigenvalues span ~16 decades), never the true λ
+    low = 1.0 / math.sqrt(np.linalg.eigvalsh(cg)[m - 1])
+    high = math.sqrt(np.linalg.eigvalsh(cx)[m - 1])
+    values = np.empty(m)
+    for i in range(m):
+        values[i] = min(max(roots[i] * roots[i], low), high)
     k = 0
     for i in range(m):
         if values[i] > cutoff or values[i] < 1.0 / cutoff:

@@ -112,6 +112,26 @@ def test_low_rank_recovers_a_planted_direction(d, n, error):
     assert abs(top @ truth) > 0.999
 
 
+def test_low_rank_with_four_early_draws_stays_positive_definite():
+    """arK's first four warm-up draws (d = 7; the fourth far in a tail, gradients ~700): C_x and
+    C_g have eigenvalues up to ~2·10⁸, so the geometric mean's spectrum spans ~12 decades and
+    its smallest eigenvalue, formed as a product, came out −1.3·10⁻¹⁰ (a NaN metric, a stuck
+    chain). Through the factor's singular values, clipped to the bounds A·C_g·A = C_x allows,
+    every λ is positive and the metric is SPD."""
+    draws = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.91629073],
+                      [-0.17068197, 0.44085805, 0.0747784, 0.08270993, 0.09587043, 0.24363391, 0.60276538],
+                      [-0.03469661, 0.45155046, 0.02936558, 0.11098247, 0.08185834, 0.30090652, 0.59079674],
+                      [-0.06406165, 1.09920016, -0.04558529, 0.23966195, 0.04550192, 0.03308057, -1.79712958]])
+    grads = np.array([[-0.505682822, 7.34822129, 7.10886769, 6.60639620, 6.00468089, 5.22164514, -187.206286],
+                      [9.75069995, 1.04388013, 0.403327682, -0.616864219, -1.46789009, -2.45840176, -189.847986],
+                      [1.86657522, 0.811098583, 0.110485699, -1.05100132, -1.95039835, -3.06090586, -191.009344],
+                      [487.616980, -714.231417, -695.493409, -777.919643, -782.354923, -800.132729, 379.454048]])
+    ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0)
+    assert ok and np.all(np.isfinite(values)) and np.all(values > 1e-6)
+    metric = nuts_metric.pack(sigma, values, vectors)
+    assert np.all(np.isfinite(metric)) and np.all(np.linalg.eigvalsh(nuts_metric.inverse_metric(metric)) > 0)
+
+
 def test_low_rank_buffer_keeps_foreground_and_background():
     est = fisher.low_rank_init(2, 10)
     for k in range(5):
