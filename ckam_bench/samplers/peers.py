@@ -522,15 +522,22 @@ class Nutpie(Sampler):
     non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
     max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
+    mass_matrix : ``diag`` (nutpie's default: σᵢ² = √(Var xᵢ / Var gᵢ)) or ``low_rank`` (nutpie's
+        ``low_rank_modified_mass_matrix``: the diagonal times I + U(Λ − I)Uᵀ on the span of the
+        draws' and gradients' leading directions, Seyboldt, Carlson & Carpenter).
     """
 
     name = "nutpie"
+    MASS_MATRICES = ("diag", "low_rank")
     phases = PHASES
     resumable = False
 
     def __init__(self, burn_in: int = 500, target_accept: float = 0.8, max_depth: int = 10,
-                 max_draws: int = 1_000_000):
+                 max_draws: int = 1_000_000, mass_matrix: str = "diag"):
         check_installed("nutpie", "nutpie")
+        if mass_matrix not in self.MASS_MATRICES:
+            raise ValueError(f"mass_matrix must be one of {', '.join(self.MASS_MATRICES)}, got {mass_matrix!r}")
+        self.mass_matrix = mass_matrix
         self.burn_in = check_burn_in(burn_in)
         if isinstance(max_draws, bool) or int(max_draws) != max_draws or not 1 <= max_draws <= 10**8:
             raise ValueError(f"max_draws must be an integer in [1, 1e8], got {max_draws}")
@@ -630,7 +637,8 @@ class Nutpie(Sampler):
         self._background = nutpie.sample(
             model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
             seed=int(rng.integers(2**63)), progress_bar=False, blocking=False,
-            target_accept=self.target_accept, maxdepth=self.max_depth)
+            target_accept=self.target_accept, maxdepth=self.max_depth,
+            low_rank_modified_mass_matrix=self.mass_matrix == "low_rank")
         self._finalizer = weakref.finalize(self, close, gate, self._background)
         return PeerState(x=x, logp=float(logp), t=0, library_state={})
 
@@ -664,7 +672,8 @@ class Nutpie(Sampler):
     def describe(self) -> dict:
         out = {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
                "library": library_version("nutpie"), "max_depth": self.max_depth,
-               "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False}
+               "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False,
+               "mass_matrix": self.mass_matrix}
         if self._path is not None:
             out["density"] = self._path.label
             if self._path.note:
