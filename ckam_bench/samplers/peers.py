@@ -34,8 +34,7 @@ configuration in a process.
 library's state, the adaptation state and the PRNG key — is a tree of arrays held in the chain
 state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
 same chain. Both libraries compute on threads other than the caller's, which the runner's CPU
-clock counts (it measures the whole process). nutpie's sampler
-runs on its own thread: the density callback holds it (a blocking read of a pipe) until
+clock counts (it measures the whole process). nutpie's sampler runs on its own thread: the density callback holds it (a blocking read of a pipe) until
 ``advance`` grants it ``n`` more draws, and the expansion callback (called once per draw) hands
 each draw back and wakes ``advance`` when the ``n``-th is done, so a block is exactly ``n`` draws
 and nutpie is paused between blocks. nutpie's chain state cannot be saved, so a killed nutpie run
@@ -522,30 +521,26 @@ class Nutpie(Sampler):
     non-finite densities met (nutpie's divergences of that kind) are ``n_nonfinite``.
     max_draws : draws after tuning nutpie is started for (it reserves its statistics' storage for
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
-    mass_matrix : ``diag`` (nutpie's default: σᵢ² = √(Var xᵢ / Var gᵢ)) or ``low_rank`` (nutpie's
-        ``low_rank_modified_mass_matrix``: the diagonal times I + U(Λ − I)Uᵀ on the span of the
-        draws' and gradients' leading directions, Seyboldt, Carlson & Carpenter).
+    mass_matrix : ``diag`` (σᵢ² = √(Var xᵢ / Var gᵢ)) or ``low_rank`` (nutpie's
+        ``low_rank_modified_mass_matrix``: that diagonal times I + U(Λ − I)Uᵀ, U, Λ on the
+        leading directions of the draws and gradients).
     """
 
     name = "nutpie"
-    MASS_MATRICES = ("diag", "low_rank")
     phases = PHASES
     resumable = False
 
     def __init__(self, burn_in: int = 500, target_accept: float = 0.8, max_depth: int = 10,
                  max_draws: int = 1_000_000, mass_matrix: str = "diag"):
         check_installed("nutpie", "nutpie")
-        if mass_matrix not in self.MASS_MATRICES:
-            raise ValueError(f"mass_matrix must be one of {', '.join(self.MASS_MATRICES)}, got {mass_matrix!r}")
-        self.mass_matrix = mass_matrix
-        self.burn_in = check_burn_in(burn_in)
+        if mass_matrix not in ("diag", "low_rank"):
+            raise ValueError(f"mass_matrix must be one of diag, low_rank, got {mass_matrix!r}")
+        self.mass_matrix, self.burn_in = mass_matrix, check_burn_in(burn_in)
         if isinstance(max_draws, bool) or int(max_draws) != max_draws or not 1 <= max_draws <= 10**8:
             raise ValueError(f"max_draws must be an integer in [1, 1e8], got {max_draws}")
-        self.max_draws = int(max_draws)
+        self.max_draws, self.max_depth = int(max_draws), _check_depth(max_depth)
         self.target_accept = check_fraction("target_accept", target_accept)
-        self.max_depth = _check_depth(max_depth)
-        self._finalizer = None
-        self._path: _DensityPath | None = None
+        self._finalizer, self._path = None, None  # the running sampler's cleanup; the density path
 
     def skip(self, target: Target) -> tuple[bool, str]:
         if not target.has_gradient:
