@@ -193,8 +193,12 @@ def test_the_suite_experiment_sweeps_the_whole_suite():
 
     import yaml
 
+    from ckam_bench.commands.config import posteriordb_models
+
     conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "experiment" / "posteriordb.yaml").read_text())
-    assert conf["hydra"]["sweeper"]["params"]["target.model"].split(",") == [p.model for p in SUITE.values()]
+    assert conf["posteriordb"]["subset"] == "all"
+    assert conf["hydra"]["sweeper"]["params"]["target.model"] == "${posteriordb_models:${posteriordb.subset}}"
+    assert posteriordb_models("all").split(",") == [p.model for p in SUITE.values()]
 
 
 def test_garch_variance_recursion_is_stans_loop():
@@ -246,6 +250,64 @@ def test_stick_breaking_and_the_forward_tree_against_numpy():
             gamma = logsumexp(gamma[:, None] + log_theta, axis=0) + log_emission[t]
         tree = pytensor.function([L, E], hmm_log_likelihood(L, E, n), mode="FAST_COMPILE")
         assert tree(log_theta, log_emission) == pytest.approx(logsumexp(gamma), rel=1e-12)
+
+
+def test_ode_sensitivities_are_the_derivatives_of_the_solution():
+    """The ODE solver's forward sensitivities against central finite differences of its own
+    solution, and the solution against scipy's adaptive solvers at rtol 1e-13, at one reference
+    draw of each ODE model (no PyMC model is built)."""
+    from scipy.integrate import solve_ivp
+
+    from ckam_bench.posteriordb import ode, reference_columns
+
+    d = load_data("hudson_lynx_hare")
+    ref = reference_columns("hudson_lynx_hare-lotka_volterra")
+    grid, keep = ode.time_grid(d["ts"], 0.0, ode.LOTKA_VOLTERRA_STEP)
+    p = np.concatenate([ref["theta"][123], ref["z_init"][123]])
+
+    def lotka_volterra(params):
+        return ode._lotka_volterra_solve(params, np.zeros(1), grid, keep, *ode.TABLEAU)
+
+    a, b, c, e = p[:4]
+    tight = solve_ivp(lambda t, y: [(a - b * y[1]) * y[0], (-c + e * y[0]) * y[1]], (0, 20), p[4:],
+                      method="DOP853", rtol=1e-13, atol=1e-12, t_eval=d["ts"].astype(float)).y.T
+
+    d = load_data("one_comp_mm_elim_abs")
+    ref = reference_columns("one_comp_mm_elim_abs-one_comp_mm_elim_abs")
+    pk_grid, pk_keep = ode.time_grid(d["times"], 0.0, **ode.ONE_COMP_GRID)
+    q = np.array([ref["k_a"][int(np.argmin(ref["K_m"]))], ref["K_m"].min(), ref["V_m"][int(np.argmin(ref["K_m"]))]])
+
+    def one_comp(params):
+        return ode._one_comp_solve(params, np.array([30.0, 2.0]), pk_grid, pk_keep, *ode.TABLEAU)
+
+    ka, km, vm = q
+    pk_tight = solve_ivp(lambda t, y: [np.exp(-ka * t) * 15 * ka - vm / 2 * y[0] / (km + y[0])], (0, 10), [0.0],
+                         method="Radau", rtol=1e-13, atol=1e-16, t_eval=d["times"]).y.T
+    for solve, x, exact in ((lotka_volterra, p, tight), (one_comp, q, pk_tight)):
+        z, S = solve(x)
+        np.testing.assert_allclose(np.log(z), np.log(exact), rtol=0, atol=1e-9)
+        for j in range(len(x)):
+            h = 1e-6 * x[j]
+            fd = (solve(x + h * np.eye(len(x))[j])[0] - solve(x - h * np.eye(len(x))[j])[0]) / (2 * h)
+            np.testing.assert_allclose(S[:, :, j], fd, rtol=1e-6, atol=1e-6 * np.abs(z).max())
+
+
+@pytest.mark.slow
+def test_ode_models_run_natively_in_the_harness():
+    """The harness's numba-compiled density calls the ODE solver compiled (no object-mode
+    fallback) and agrees with PyTensor's C backend."""
+    from ckam_bench.targets.pymc import PyMCModel
+
+    for name in ("hudson_lynx_hare-lotka_volterra", "one_comp_mm_elim_abs-one_comp_mm_elim_abs"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            target = PyMCModel(SUITE[name].model)
+            _, u, batch = _case(name)
+            value, grad = target.log_density_and_grad(u[0])
+        assert not [w for w in caught if "object mode" in str(w.message)], name
+        c_value, c_grad = batch(u[:1])
+        assert value == pytest.approx(c_value[0], abs=1e-10)
+        np.testing.assert_allclose(grad, c_grad[0], rtol=1e-10, atol=1e-10)
 
 
 def _tilt_eight_schools_prior(model):

@@ -142,11 +142,15 @@ SUITE: dict[str, Posterior] = {p.name: p for p in (
        "two-state HMM of basketball drives (416 steps), exponential emissions"),
     _P("bball_drive_event_1-hmm_drive_1", "hmm_drive_1", "HMM", 6,
        "the same drives with normal emissions of fixed scale"),
+    # ------------------------------------------------------------------ ode.py
+    _P("hudson_lynx_hare-lotka_volterra", "lotka_volterra", "ODE", 8,
+       "Lotka-Volterra predator-prey ODE on 20 years of pelts, lognormal errors"),
+    _P("one_comp_mm_elim_abs-one_comp_mm_elim_abs", "one_comp_mm_elim_abs", "ODE", 4,
+       "one-compartment pharmacokinetics, Michaelis-Menten elimination: stiff near the dose, "
+       "K_m spread over six orders of magnitude"),
 )}
 
 NOT_SHIPPED: dict[str, str] = {
-    "hudson_lynx_hare-lotka_volterra": "not translated yet",
-    "one_comp_mm_elim_abs-one_comp_mm_elim_abs": "not translated yet",
     "mcycle_gp-accel_gp": "its reference draws (posterior_database/reference_posteriors/draws/draws/"
                           "mcycle_gp-accel_gp.json.zip, blob 91b04de) are missing from the posteriordb "
                           "mirror this suite was built from, so there is nothing to ship or to prove the "

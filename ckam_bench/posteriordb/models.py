@@ -1,7 +1,8 @@
 """The suite's PyMC models, one function per posteriordb posterior, each equal to posteriordb's
 Stan program (quoted in the docstring, commit in :data:`ckam_bench.posteriordb.POSTERIORDB_COMMIT`):
 the first twelve here, the others by family in :mod:`~ckam_bench.posteriordb.regressions`,
-:mod:`~ckam_bench.posteriordb.series` and :mod:`~ckam_bench.posteriordb.hmm`, re-exported here (every ``target.model`` of the suite is
+:mod:`~ckam_bench.posteriordb.series`, :mod:`~ckam_bench.posteriordb.hmm` and
+:mod:`~ckam_bench.posteriordb.ode`, re-exported here (every ``target.model`` of the suite is
 ``ckam_bench.posteriordb.models:<function>``).
 
 Translation rules, so that the density on the unconstrained scale is Stan's up to a constant:
@@ -14,7 +15,8 @@ Translation rules, so that the density on the unconstrained scale is Stan's up t
   :mod:`~ckam_bench.posteriordb.hmm` (``default_transform=None``: PyMC chains a ``transform``
   after the distribution's default one);
 - a truncated Stan prior (``sigma ~ cauchy(0, 2.5)`` on ``<lower=0>``) is the half
-  distribution: they differ by the constant Stan drops;
+  distribution: they differ by the constant Stan drops; one not centred at 0 (Lotka-Volterra's
+  ``theta ~ normal(1, 0.5)`` on ``<lower=0>``) is the distribution with the log transform;
 - variables are declared in the Stan order where a prior allows it (PyMC needs a variable's
   parents first), and their names are Stan's.
 
@@ -38,6 +40,7 @@ from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: th
     logmesquite_logvas, logmesquite_logvash, logmesquite_logvolume, nes1972, nes1976, nes1980, nes1984,
     nes1988, nes1992, nes1996, nes2000, sblri_blr)
 from ckam_bench.posteriordb.hmm import hmm_drive_0, hmm_drive_1, hmm_example  # noqa: F401
+from ckam_bench.posteriordb.ode import lotka_volterra, one_comp_mm_elim_abs  # noqa: F401
 from ckam_bench.posteriordb.series import arma11, linear_recursion  # noqa: F401
 
 
