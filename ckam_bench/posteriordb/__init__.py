@@ -204,14 +204,14 @@ _REFERENCES: dict = {}
 
 
 def reference_for(target):
-    """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference.
+    """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference_lookup.
     Reference`) of a ``target=pymc`` target running a suite model on its shipped data; None for
     any other target (another model, or other data through ``target.data``)."""
     name = suite_name(getattr(target, "spec", None))
     if name is None or getattr(target, "data_file", None) is not None:
         return None
     from ckam_bench.posteriordb.models import harness_reference
-    from ckam_bench.reference import Reference
+    from ckam_bench.reference_lookup import Reference
 
     key = (name, target.reference_id())
     if key not in _REFERENCES:  # the moments and the MMD both ask

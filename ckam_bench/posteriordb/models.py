@@ -288,14 +288,14 @@ def _forward_transform(model: pm.Model):
 
 def harness_reference(name: str, target) -> tuple[dict, dict]:
     """posteriordb's reference draws of ``name`` as a certified reference sample of the harness
-    (:mod:`ckam_bench.reference`'s format; write it with
-    :func:`ckam_bench.reference.store_reference`) for ``target``, the ``target=pymc`` target of
+    (:mod:`ckam_bench.checks.reference`'s format; write it with
+    :func:`ckam_bench.checks.reference.store_reference`) for ``target``, the ``target=pymc`` target of
     the suite model (its ``reference_id()``, ``describe()`` and ``dim`` are used): the draws on
     the unconstrained scale, E[X], E[X²], Var[X], E[X⁴] over all of them, arviz-stats R-hat,
     ESS and MCSE. Certified by posteriordb (R-hat < 1.01, ESS within bounds, |lag-1
     autocorrelation| < 0.05, 10 000 draws), not by ``ckam-bench-reference``'s ESS >= 10 000, which
     10 000 thinned draws meet only on average. Returns (certificate, arrays)."""
-    from ckam_bench.reference import diagnose
+    from ckam_bench.reference_lookup import diagnose
 
     posterior = SUITE[name]
     _, u = unconstrained_reference(name)
