@@ -132,16 +132,21 @@ def run(sampler: str | None = None, target: str | None = None, *overrides: str,
     if run_dir is not None:
         strings.append(f"hydra.run.dir={Path(run_dir).expanduser().resolve()}")
     full = _compose(strings)
-    HydraConfig.instance().set_config(full)  # ${hydra:runtime.choices...} in the folder name
-    out_dir = Path(str(full.hydra.run.dir)).expanduser().resolve()
-    with read_write(full.hydra.runtime), open_dict(full):
-        full.hydra.runtime.output_dir = str(out_dir)
-    HydraConfig.instance().set_config(full)
-    cfg = full.copy()
-    with open_dict(cfg):
-        del cfg["hydra"]
-    runner, folder = cli.prepare(cfg, HydraConfig.get(), out_dir)
-    cli.run_claimed(runner, folder, out_dir)
+    hydra_config = HydraConfig.instance()
+    previous = hydra_config.cfg  # Hydra's global config: set for this run only
+    try:
+        hydra_config.set_config(full)  # ${hydra:runtime.choices...} in the folder name
+        out_dir = Path(str(full.hydra.run.dir)).expanduser().resolve()
+        with read_write(full.hydra.runtime), open_dict(full):
+            full.hydra.runtime.output_dir = str(out_dir)
+        hydra_config.set_config(full)
+        cfg = full.copy()
+        with open_dict(cfg):
+            del cfg["hydra"]
+        runner, folder = cli.prepare(cfg, HydraConfig.get(), out_dir)
+        cli.run_claimed(runner, folder, out_dir)
+    finally:
+        hydra_config.cfg = previous
     return load(out_dir)
 
 

@@ -58,6 +58,10 @@ def test_a_cli_run_and_an_api_run_are_the_same_run(tmp_path):
     result = ckam_bench.run("rw", "gauss2d_corr", "budget.max_iterations=500", seed=2, run_dir=folder)
     assert (folder / store.STATUS).read_bytes() == before  # skipped, not re-run
     assert result.status["state"] == "complete" and result.samples is not None
+    # Hydra's global config is the caller's again (a later run or test sees no leftover)
+    from hydra.core.hydra_config import HydraConfig
+
+    assert not HydraConfig.initialized()
     # another config into that folder is refused, the folder untouched
     with pytest.raises(api.FolderRefused):
         ckam_bench.run("rw", "gauss2d_corr", "budget.max_iterations=500", seed=3, run_dir=folder)
