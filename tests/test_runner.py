@@ -312,8 +312,13 @@ def test_cpu_clock_is_not_inflated_by_a_competing_process(tmp_path):
         stop.set()
         for h in hogs:
             h.join()
+    # Contention also makes each iteration cost more CPU (caches, context switches: 0.58 of the
+    # idle work in one CI run, whose "idle" run shared the cores with other test workers), so
+    # the idle comparison is loose; the property itself is the comparison with the wall clock
+    # under the same contention.
     ratio = cpu["totals"]["iterations"] / idle["totals"]["iterations"]
-    assert 0.6 < ratio < 1.6, ratio
+    assert 0.35 < ratio < 2.0, ratio
+    assert cpu["totals"]["iterations"] > 1.4 * wall["totals"]["iterations"]
     assert cpu["totals"]["sampler_wall_seconds"] > 1.3 * cpu["totals"]["sampler_cpu_seconds"]
     assert wall["contended"] and wall["cpu_share"] < 0.8
 
