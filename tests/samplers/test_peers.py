@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -70,6 +71,29 @@ def test_pymc_targets_have_a_jax_density_through_pytensor(model):
     state = sampler.init(target, None, np.random.default_rng(0))
     state, block = sampler.advance(state, 100)
     assert block.n == 100 and np.all(np.isfinite(block.samples))
+
+
+JAX_DEVICES = """
+import os, sys
+os.environ.pop("XLA_FLAGS", None)
+from ckam_bench.targets.pymc import PyMCModel
+import numpy as np
+f = PyMCModel("tests.pymc_models:hierarchical").jax_log_density()
+import jax
+f(np.zeros(len(PyMCModel("tests.pymc_models:hierarchical").start)))
+print(len(jax.devices("cpu")), os.environ.get("XLA_FLAGS"))
+"""
+
+
+def test_a_pymc_models_jax_density_leaves_jax_one_cpu_device():
+    """Importing PyMC's JAX bridge sets XLA_FLAGS to 100 host devices; the harness's import must
+    not: with 100 devices a JAX peer's compiled loop hops between ~200 threads and its CPU time
+    per gradient varies 1-7x from run to run of the same executable."""
+    pytest.importorskip("pymc")
+    proc = subprocess.run([sys.executable, "-c", JAX_DEVICES], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "None"], proc.stdout
 
 
 def test_targets_without_a_jax_density_are_declined():
