@@ -11,16 +11,20 @@ built-in logistic_german) and each peer, side by side in one process, alternatin
     sampler on the target's compiled density handed over as a C callback with nothing around it
     (:mod:`ckam_bench.samplers.nutpie_native` with the gate open), i.e. what nutpie's numba path
     does;
-  - NumPyro / BlackJAX: the library's NUTS kernel and window adaptation over every iteration in
-    one jitted ``lax.fori_loop`` on the same JAX density (what NumPyro's ``MCMC.run`` compiles;
-    BlackJAX's documented loop), compiled first;
+  - NumPyro: its NUTS kernel and warm-up adapter (``NUTS(potential_fn=...)``) over every
+    iteration in one jitted loop collecting the draws, what ``MCMC.run`` compiles (``MCMC.run``
+    itself recompiles at each call);
+  - BlackJAX: ``window_adaptation(blackjax.nuts, ...).run`` and its documented inference loop
+    (``lax.scan`` over the kernel's ``step``), jitted; each compiled by a first, untimed, run;
 * **harness** — :class:`ckam_bench.engine.runner.Runner` with ``sampler=<peer>``, an iteration budget,
   the default checkpoint schedule, no metrics, on its CPU sampler clock;
 * **ours** — ``sampler=nuts`` through the harness, for reference.
 
 CPU time per gradient = process CPU seconds (the libraries compute on threads of their own) /
 gradient evaluations (nutpie direct: its Σ n_steps; JAX peers: Σ leapfrog steps + 1; harness:
-the run's ``n_grad``). Goal: harness / direct ≤ 1.10 for every peer and model. The load
+the run's ``n_grad``). The process is pinned to one core before JAX starts (``--no-pin`` not to):
+unpinned, XLA's CPU runtime spreads some executions of a compiled loop over its thread pool and
+the same executable's CPU time per gradient varies up to 3x between runs. Goal: harness / direct ≤ 1.10 for every peer and model. The load
 average is printed at the start and the end: publish figures only from an idle machine
 (load average < 1.5 on 2 cores); under load the CPU time per gradient is inflated and noisy.
 
@@ -31,8 +35,15 @@ average is printed at the start and the end: publish figures only from an idle m
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+if "--no-pin" not in sys.argv and hasattr(os, "sched_setaffinity"):
+    # One chain, one core, for every library alike, before JAX starts its thread pool (sized by
+    # the CPUs the process may use): on 2 cores XLA's CPU runtime moves a compiled loop's work
+    # between pool threads on some executions and not others, and the CPU time per gradient of
+    # one executable varied 3.7-12.5 µs from run to run on mesquite; pinned, 3.65-3.8.
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -82,29 +93,75 @@ def harness(make, target, warmup: int, draws: int, folder: Path) -> tuple[float,
             sampler.describe().get("density", ""))
 
 
-def direct_jax(sampler, target, warmup: int, draws: int):
-    """The library's kernel and adaptation over every iteration in one jitted ``lax.fori_loop``;
-    returns ``run() -> (CPU seconds, gradient evaluations)``."""
+def direct_numpyro(sampler, target, warmup: int, draws: int):
+    """NumPyro's NUTS kernel and its warm-up adapter over every iteration in one jitted
+    ``lax.fori_loop`` collecting each iteration's position and ``num_steps`` (what NumPyro's
+    ``MCMC.run`` / ``fori_collect`` compiles), compiled first: ``MCMC.run`` with a
+    ``potential_fn`` re-traces and recompiles at every call (about 3 s on these models), which
+    is not a cost per gradient. Returns ``run() -> (CPU seconds, gradient evaluations)``."""
     import jax
 
-    peers._jax()
+    peers._jax()  # float64, as the peers run
     init, step = sampler._functions(target)
     init = jax.jit(init)
+    n = warmup + draws
 
     @jax.jit
-    def chain(carry, n):
+    def chain(carry):
         def body(i, val):
-            carry, steps = val
+            carry, z, steps = val
             carry, rec = step(carry)
-            return carry, steps + rec["n_steps"].astype(np.int64)
+            return carry, z.at[i].set(rec["x"]), steps.at[i].set(rec["n_steps"])
 
-        return jax.lax.fori_loop(0, n, body, (carry, np.int64(0)))[1]
+        z = jax.numpy.zeros((n, target.dim))
+        steps = jax.numpy.zeros(n, np.int64)
+        return jax.lax.fori_loop(0, n, body, (carry, z, steps))[1:]
 
     def run():
         c0 = time.process_time()
         carry = init(jax.random.PRNGKey(int(np.random.default_rng(SEED).integers(2**63))), _start(target))
-        steps = int(chain(carry, np.int64(warmup + draws))) + 1
-        return time.process_time() - c0, steps
+        z, steps = jax.block_until_ready(chain(carry))
+        return time.process_time() - c0, int(np.asarray(steps).sum()) + 1
+
+    return run
+
+
+def direct_blackjax(target, warmup: int, draws: int):
+    """BlackJAX as its docs run it: ``window_adaptation(blackjax.nuts, ...).run`` then the
+    inference loop (``lax.scan`` over the kernel's ``step``, collecting the states), each
+    jitted and compiled by the first, untimed, call."""
+    import blackjax
+    import jax
+
+    peers._jax()  # float64, as the peers run
+    log_density = target.jax_log_density()
+    adaptation = blackjax.window_adaptation(blackjax.nuts, log_density, target_acceptance_rate=0.8)
+    key = jax.random.PRNGKey(int(np.random.default_rng(SEED).integers(2**63)))
+    x0 = _start(target)
+
+    @jax.jit
+    def tune(key):
+        (state, params), info = adaptation.run(key, x0, num_steps=warmup)
+        return state, params, info.info.num_integration_steps.sum()
+
+    @jax.jit
+    def sample(key, state, params):
+        step = blackjax.nuts(log_density, **params).step
+
+        def one(state, k):
+            state, info = step(k, state)
+            return state, (state.position, info.num_integration_steps)
+
+        _, (positions, steps) = jax.lax.scan(one, state, jax.random.split(key, draws))
+        return positions, steps.sum()
+
+    def run():
+        k1, k2 = jax.random.split(key)
+        c0 = time.process_time()
+        state, params, tuned = tune(k1)
+        positions, steps = sample(k2, state, params)
+        jax.block_until_ready(positions)
+        return time.process_time() - c0, int(tuned) + int(steps) + 1
 
     return run
 
@@ -167,7 +224,8 @@ def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_o
         else:
             if not target.has_jax_density:
                 continue
-            run_direct = direct_jax(make(warmup), target, warmup, draws)
+            run_direct = (direct_numpyro(make(warmup), target, warmup, draws) if name == "numpyro_nuts"
+                          else direct_blackjax(target, warmup, draws))
         make(warmup).warm_up(target)
         run_direct()  # compiles, first-run costs
         d, h = [], []
@@ -202,9 +260,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-ours", action="store_true", help="skip sampler=nuts")
     parser.add_argument("--json", default=None, help="also write the rows here")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="do not pin the process to one core (JAX's timings then vary ~3x)")
     args = parser.parse_args()
     load = os.getloadavg()
-    print(f"load average at start: {' '.join(f'{v:.2f}' for v in load)}")
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in load)}; "
+          f"CPUs this process may use: {sorted(os.sched_getaffinity(0))}")
     if load[0] >= 1.5:
         print("WARNING: the machine is loaded (load average >= 1.5): do not publish these timings")
     print("| model | peer | direct CPU µs/grad | harness CPU µs/grad | harness / direct | nutpie's density |")
