@@ -13,6 +13,11 @@ of a sweep on the SLURM launcher whether ``scontrol show config`` reports accoun
 only then has submitit read the states from ``squeue`` instead (``squeue -t all`` keeps
 finished jobs for the controller's ``MinJobAge``, 300 s by default, longer than submitit's
 longest poll interval). It says so in one log line. With accounting on, nothing changes.
+
+The same callback checks ``hydra.launcher.runs_per_job`` (``conf/hydra/launcher/slurm.yaml``
+passes it; :mod:`ckam_bench.commands.slurm_groups`) when Hydra builds the callbacks, before any
+of them creates the sweep folder: a value that is not an integer >= 1 is one line naming the
+key, exit 2, nothing created or submitted.
 """
 
 from __future__ import annotations
@@ -72,7 +77,19 @@ def use_squeue() -> None:
 
 class SlurmStates(Callback):
     """At the start of a sweep on the SLURM launcher, switch submitit to ``squeue`` when the
-    cluster has no accounting."""
+    cluster has no accounting. Built with the launcher's ``runs_per_job`` (checked here)."""
+
+    def __init__(self, runs_per_job=1) -> None:
+        import sys
+
+        from ckam_bench.commands.sweeps import program
+        from ckam_bench.commands.validate import ConfigError, check_runs_per_job
+
+        try:
+            self.runs_per_job = check_runs_per_job(runs_per_job)
+        except ConfigError as exc:
+            print(f"{program()}: invalid configuration: {exc}", file=sys.stderr)
+            sys.exit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")

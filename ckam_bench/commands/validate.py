@@ -219,6 +219,13 @@ def _check_run_keys(plain: dict) -> None:
 
 
 
+def check_runs_per_job(value) -> int:
+    """``hydra.launcher.runs_per_job`` of ``hydra/launcher=slurm`` (runs per SLURM array
+    element, :mod:`ckam_bench.commands.slurm_groups`): an integer >= 1."""
+    _positive_int({"hydra": {"launcher": {"runs_per_job": value}}}, "hydra.launcher.runs_per_job")
+    return value
+
+
 def check_seed(plain: dict) -> None:
     seed = plain.get("seed")
     if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
