@@ -44,6 +44,9 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, SlurmQue
 from omegaconf import OmegaConf
 
 log = logging.getLogger(__name__)
+# Shown as Hydra's own launch lines are (conf/hydra/hydra_logging/ckam.yaml shows the `hydra`
+# loggers at INFO, every other library's from WARNING).
+say = logging.getLogger("hydra.ckam_bench.slurm_groups")
 
 TARGET = "hydra_plugins.ckam_bench.submitit_launcher.SlurmLauncher"
 """The launcher's name in Hydra's plugin registry (``_target_`` of ``hydra/launcher=slurm``)."""
@@ -169,8 +172,9 @@ class SlurmLauncher(upstream.SlurmLauncher):
             sweep_dir.chmod(int(str(self.config.hydra.sweep.mode), 8))
         runs = [(list(o), initial_job_idx + i) for i, o in enumerate(job_overrides)]
         groups = chunk(runs, k)
-        log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
-        log.info(time_note(k, float(self.params.get("timeout_min", 0)),
+        say.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}: {len(runs)} runs "
+                 f"in {len(groups)} array elements")
+        say.info(time_note(k, float(self.params.get("timeout_min", 0)),
                            float(self.params.get("signal_delay_s", 0)), wall_cap(self.config)))
         for g, group in enumerate(groups):
             for overrides, idx in group:
