@@ -12,7 +12,12 @@ schedule can be compared one at a time.
 * ``low_rank`` — M⁻¹ = diag(σ)(I + U(Λ − I)Uᵀ)diag(σ): the diagonal Fisher scales σ and, on
   the span of the draws and gradients, the eigenpairs of the geometric mean of the draw and
   inverse-gradient covariances with λ ∉ [1/c, c]; the tree runs in y = T⁻¹x, M⁻¹ = TTᵀ,
-  at O(dk) per leapfrog step (:mod:`~ckam_bench.samplers.nuts_metric`).
+  at O(dk) per leapfrog step (:mod:`~ckam_bench.samplers.nuts_metric`);
+* ``reference_diag``, ``reference_dense`` — no estimator: the metric is the target's certified
+  reference posterior's variance (diagonal) or covariance Σ (dense, M⁻¹ = Σ as
+  diag(σ)(I + V(Λ − I)Vᵀ)diag(σ) with all d eigenpairs of the correlation matrix, O(d²) per
+  leapfrog step), fixed from the first iteration, with schedule ``step_size``. The limit any
+  adaptation of that metric family can reach: the best a perfect estimator could do.
 
 **Schedules** (``schedule``), over N = ``burn_in`` warm-up iterations t = 0 … N − 1:
 
@@ -36,7 +41,9 @@ schedule can be compared one at a time.
   at t = 0 and again at the first metric change, each followed by a dual-averaging restart;
   otherwise dual averaging runs on without restart, on the mean acceptance statistic, and on
   the symmetric one, 2 min(1, e^Δ)/(1 + e^Δ) per leaf, once late and in the final window; ε is
-  capped at π (``max_step``); the last warm-up iteration sets ε to the averaged ε̄.
+  capped at π (``max_step``); the last warm-up iteration sets ε to the averaged ε̄;
+* ``step_size`` — the metric is never adapted; ε by Stan's heuristic at t = 0 and dual
+  averaging toward ``target_accept`` through the warm-up, ε̄ at its end.
 
 Every iteration (warm-up and after) may use ε·u, u ~ U(1 − j, 1 + j) (``step_jitter`` j,
 nutpie's 0.1; one uniform drawn after the momentum). Finite adaptation: after warm-up the
@@ -58,6 +65,7 @@ from scipy.special import ndtri
 
 from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, fisher
+from ckam_bench.reference_lookup import load_reference
 from ckam_bench.samplers import nuts_metric
 from ckam_bench.samplers.hamiltonian import _I64, GradientState, _block, _copy, check_fraction, check_positive, \
     start_with_gradient
@@ -66,10 +74,10 @@ from ckam_bench.samplers.nuts import (
 )
 from ckam_bench.targets.base import Target
 
-ESTIMATORS = ("fisher", "variance", "low_rank")
-SCHEDULES = ("stan", "nutpie")
-FISHER, VARIANCE, LOW_RANK = range(3)
-STAN, NUTPIE = range(2)
+ESTIMATORS = ("fisher", "variance", "low_rank", "reference_diag", "reference_dense")
+SCHEDULES = ("stan", "nutpie", "step_size")
+FISHER, VARIANCE, LOW_RANK, REFERENCE_DIAG, REFERENCE_DENSE = range(5)
+STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START) = range(17)
@@ -311,6 +319,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
     n_collected = n_evals = n_divergent = 0
     jitter = params[P_JITTER]
     nutpie = int(params[P_SCHEDULE]) == NUTPIE
+    step_only = int(params[P_SCHEDULE]) == STEP_SIZE
     for i in range(n):
         t = t0 + i
         z = _normals(rng.random(d), quantile)
@@ -333,7 +342,13 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
         steps[i] = eps
         depths[i] = depth
         if t < burn_in:
-            if nutpie:
+            if step_only:  # the metric stays; dual averaging of ε only
+                step = dual_averaging.update(da, stat, params[P_TARGET], params[P_GAMMA], params[P_T0],
+                                             params[P_KAPPA])
+                evals = 0
+                if t == burn_in - 1:
+                    step = dual_averaging.final(da)
+            elif nutpie:
                 step, metric, evals = _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, x, logp, g, z, metric,
                                                     da, est, sched, params, work, y, gy, p)
             else:
@@ -392,8 +407,9 @@ class AdaptedNUTS(NUTS):
     """Multinomial NUTS with a Fisher-divergence (or Stan's variance) mass-matrix estimator on
     nutpie's or Stan's warm-up schedule (module docstring).
 
-    estimator : ``fisher``, ``variance`` or ``low_rank``.
-    schedule : ``nutpie`` or ``stan``.
+    estimator : ``fisher``, ``variance``, ``low_rank``, ``reference_diag`` or ``reference_dense``
+        (the last two need the target's certified reference and schedule ``step_size``).
+    schedule : ``nutpie``, ``stan`` or ``step_size`` (ε only).
     step_size, burn_in, max_depth, target_accept, gamma, t0, kappa : as NUTS (``step_size``:
         where each step-size search starts).
     init_buffer, term_buffer, base_window : Stan's windows (schedule ``stan``).
@@ -422,7 +438,11 @@ class AdaptedNUTS(NUTS):
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        if estimator.startswith("reference") and schedule != "step_size":
+            raise ValueError(f"estimator {estimator} keeps the reference's metric: it runs with "
+                             f"schedule=step_size, got {schedule!r}")
         self.estimator, self.schedule = estimator, schedule
+        self.reference_id = None
         self.early_window = check_fraction("early_window", early_window, -1e-12, 1.0)
         self.step_size_window = check_fraction("step_size_window", step_size_window, -1e-12, 1.0)
         if self.early_window + self.step_size_window >= 1.0:
@@ -452,9 +472,28 @@ class AdaptedNUTS(NUTS):
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start],
                         dtype=float)
 
+    def skip(self, target: Target) -> tuple[bool, str]:
+        if self.estimator.startswith("reference") and load_reference(target) is None:
+            return True, (f"{self.name} with estimator={self.estimator} needs the target's certified "
+                          f"reference posterior; {target.name!r} has none (ckam-bench-reference makes one)")
+        return super().skip(target)
+
+    def _reference_metric(self, target: Target) -> np.ndarray:
+        """The reference posterior's variance (d,) or covariance as a full-rank metric array."""
+        reference = load_reference(target)
+        if reference is None:
+            raise ValueError(f"estimator={self.estimator}: target {target.name!r} has no certified reference")
+        self.reference_id = reference.reference_id
+        if self.estimator == "reference_diag":
+            return np.array(reference.variance, dtype=float)
+        cov = np.atleast_2d(np.cov(np.asarray(reference.samples, dtype=float), rowvar=False))
+        sigma = np.sqrt(np.diag(cov))
+        values, vectors = np.linalg.eigh(cov / np.outer(sigma, sigma))
+        return nuts_metric.build(sigma, np.maximum(values, 1e-12), np.ascontiguousarray(vectors))
+
     def _empty(self, d: int):
         """(metric, estimator state) before any draw (identity metric)."""
-        if self.estimator == "low_rank":
+        if self.estimator in ("low_rank", "reference_dense"):
             return nuts_metric.pack(np.ones(d)), fisher.low_rank_init(d, self.burn_in + 2)
         return np.ones(d), fisher.diag_init(d)
 
@@ -478,7 +517,9 @@ class AdaptedNUTS(NUTS):
         self._bind(target, rng)
         x, logp, grad = start_with_gradient(target, x0)
         metric, est = self._empty(target.dim)
-        if self.burn_in > 0:  # no warm-up: the identity metric (a kernel that does not depend on x₀)
+        if self.estimator.startswith("reference"):
+            metric = self._reference_metric(target)
+        elif self.burn_in > 0:  # no warm-up: the identity metric (a kernel that does not depend on x₀)
             if self.estimator != "variance":
                 minv = np.ones(target.dim)
                 fisher.gradient_init_into(grad, minv)
@@ -528,6 +569,11 @@ class AdaptedNUTS(NUTS):
                         switches=nutpie_switches(self.burn_in, self.early_window, self.step_size_window,
                                                  self.early_switch, self.window, self.window_growth))
             info.pop("window_ends", None)
+        if self.schedule == "step_size":
+            info.pop("window_ends", None)
+        if self.estimator.startswith("reference"):
+            info.update(metric=f"fixed: the certified reference's {'covariance' if 'dense' in self.estimator else 'variance'}",
+                        reference_id=self.reference_id)
         if self.estimator == "low_rank":
             info.update(rank_gamma=self.rank_gamma, eigval_cutoff=self.eigval_cutoff)
         return info

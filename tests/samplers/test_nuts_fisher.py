@@ -344,3 +344,66 @@ def test_low_rank_learns_a_planted_direction():
     assert state.inv_metric.shape[0] > nuts_metric.U and s.trace_columns(state)["metric_rank"] >= 1
     state, _ = s.advance(state, 200)
     assert state.mean_depth < 4.0
+
+
+# ---------------------------------------------------------------- the limit row: the reference's metric
+REFERENCE_CONFIGS = ("nuts_reference_diag", "nuts_reference_dense")
+
+
+def _with_reference(target, n=20000, seed=3):
+    """``target`` (a Gaussian) bringing a reference made of n exact draws (Target.ckam_reference)."""
+    from pathlib import Path
+
+    from ckam_bench.reference_lookup import Reference
+
+    x = target.sample(n, np.random.default_rng(seed))
+    reference = Reference(samples=x, chain=np.zeros(n, dtype=int), mean=x.mean(0), second_moment=(x**2).mean(0),
+                          variance=x.var(0), fourth_moment=(x**4).mean(0), mcse_mean=x.std(0) / np.sqrt(n),
+                          certificate={"reference_id": "exact-draws"}, path=Path("exact-draws"))
+    target.ckam_reference = lambda: reference
+    return target, x
+
+
+def test_reference_metric_is_the_references_covariance():
+    target, x = _with_reference(gp51())
+    dense = AdaptedNUTS(estimator="reference_dense", schedule="step_size", burn_in=10)
+    state = dense.init(target, None, np.random.default_rng(0))
+    m, d = state.inv_metric, target.dim  # M⁻¹ = diag(σ)(I + U(Λ − I)Uᵀ)diag(σ), all d eigenpairs
+    sigma, lam, U = m[nuts_metric.SIGMA], (m[nuts_metric.A] + 1.0) ** 2, m[nuts_metric.U:].T
+    assert U.shape == (d, d)
+    minv = sigma[:, None] * (np.eye(d) + U @ np.diag(lam - 1.0) @ U.T) * sigma[None, :]
+    cov = np.cov(x, rowvar=False)
+    np.testing.assert_allclose(minv, cov, rtol=1e-8, atol=1e-10 * np.abs(cov).max())
+    assert dense.describe()["reference_id"] == "exact-draws"
+    diag = AdaptedNUTS(estimator="reference_diag", schedule="step_size", burn_in=10)
+    np.testing.assert_allclose(diag.init(target, None, np.random.default_rng(0)).inv_metric, x.var(0))
+
+
+def test_reference_metric_needs_a_reference_and_the_step_size_schedule():
+    assert AdaptedNUTS(estimator="reference_diag", schedule="step_size").skip(gauss2d_corr())[0]
+    with pytest.raises(ValueError, match="^estimator reference_dense keeps the reference's metric"):
+        AdaptedNUTS(estimator="reference_dense", schedule="nutpie")
+    info = _config("nuts_reference_dense")().describe()
+    assert info["schedule"] == "step_size" and "window_ends" not in info
+
+
+@pytest.mark.parametrize("name", REFERENCE_CONFIGS)
+def test_reference_metric_stays_and_only_the_step_size_adapts(name):
+    target, _ = _with_reference(gauss2d_corr())
+    s = _config(name, burn_in=100)()
+    state = s.init(target, None, np.random.default_rng(7))
+    start = state.inv_metric.copy()
+    steps = []
+    for _ in range(4):
+        state, block = s.advance(state, 30)
+        np.testing.assert_array_equal(state.inv_metric, start)
+        steps.append(state.step)
+    assert len(set(steps)) > 1  # dual averaging moved ε during warm-up
+
+
+@pytest.mark.parametrize("name", REFERENCE_CONFIGS)
+def test_reference_metric_invariance_and_stationarity(name):
+    target, _ = _with_reference(gauss2d_corr())
+    samples, _ = run_chains(_config(name, burn_in=300), target, 4, 2500, seed=11)
+    check_moments(samples, target.mean, target.variance)
+    assert_stationary(_config(name, burn_in=200), target, n_chains=60, times=[200, 700], seed=5)
