@@ -8,7 +8,8 @@
 * :mod:`~ckam_bench.commands.config` — the OmegaConf resolvers of the configs;
 * :mod:`~ckam_bench.commands.plugins` — out-of-tree samplers and targets (entry points);
 * :mod:`~ckam_bench.commands.sweeps` — sweep folders; :mod:`~ckam_bench.commands.slurm` —
-  SLURM without accounting.
+  SLURM without accounting; :mod:`~ckam_bench.commands.slurm_groups` — k runs per SLURM array
+  element (``hydra.launcher.runs_per_job``).
 
 It builds on :mod:`ckam_bench.engine`; the checks' commands (:mod:`ckam_bench.checks`) build on
 it, never the other way round.
