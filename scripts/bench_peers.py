@@ -226,6 +226,115 @@ def fmt(v, digits=3):
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{digits}g}"
 
 
+# ------------------------------------------------------------------ the suite's tables
+ESTIMATOR_ROWS = ("nuts", "nuts_fisher_stan", "nuts_stan_nutpie", "nuts_fisher", "nuts_lowrank",
+                  "nuts_reference_diag", "nuts_reference_dense", "nutpie", "nutpie_lowrank")
+LIMIT = {"nuts": "nuts_reference_diag", "nuts_fisher_stan": "nuts_reference_diag",
+         "nuts_stan_nutpie": "nuts_reference_diag", "nuts_fisher": "nuts_reference_diag",
+         "nutpie": "nuts_reference_diag", "nuts_lowrank": "nuts_reference_dense",
+         "nutpie_lowrank": "nuts_reference_dense"}
+PAIRS = (("nuts_fisher", "nutpie"), ("nuts_lowrank", "nutpie_lowrank"))
+CPU_PEERS = ("nutpie", "numpyro_nuts", "blackjax_nuts")
+CHEAP_US = 20.0  # a gradient this cheap or cheaper: the CPU-second goal applies
+
+
+def suite_rows(root) -> "list[dict]":
+    """One row per stored posteriordb run under ``root``: posterior, sampler config, seed,
+    gradients and CPU seconds to b² < 0.01 for good (∞: never), min ESS per gradient and CPU µs
+    per gradient at the end of the budget."""
+    from ckam_bench.report.aggregate import load_results
+    from ckam_bench.report.posteriordb_suite import _posterior, run_evaluations
+    from ckam_bench.report.ranking import cost_to_accuracy
+
+    rows = []
+    for run in load_results(root).runs:
+        name = _posterior(run)
+        if name is None:
+            continue
+        trace = run.trace.sort_values("checkpoint")
+        last = trace.iloc[-1]
+        grads = float(last.get("n_grad", 0.0))
+        cpu = float(last.get("sampler_cpu_seconds", last["sampler_seconds"]))
+        rows.append({"posterior": name, "sampler": run.choices.get("sampler") or run.sampler, "seed": run.seed,
+                     "grads_to_acc": run_evaluations(run)[0],
+                     "cpu_to_acc": cost_to_accuracy(trace, costs=("sampler_cpu_seconds",))["sampler_cpu_seconds"],
+                     "ess_per_grad": float(last["ess_min"]) / grads if grads > 0 else math.nan,
+                     "us_per_grad": 1e6 * cpu / grads if grads > 0 else math.nan})
+    return rows
+
+
+def _median(values) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return float(np.median(values)) if values else math.nan
+
+
+def suite_tables(root) -> str:
+    """The ablation table (median gradients to b² < 0.01 per posterior and configuration, and
+    its ratio to the limit row of the same metric family), and the goals' two ratios per
+    posterior: our NUTS's gradients over nutpie's (same estimator), and its CPU seconds to
+    b² < 0.01 over each peer's (where a gradient costs ≤ 20 µs)."""
+    import pandas as pd
+
+    df = pd.DataFrame(suite_rows(root))
+    if df.empty:
+        return f"no posteriordb runs under {root}"
+    med = df.groupby(["posterior", "sampler"]).agg(
+        grads=("grads_to_acc", _median), cpu=("cpu_to_acc", _median), ess=("ess_per_grad", _median),
+        us=("us_per_grad", _median), seeds=("seed", "nunique")).reset_index()
+    cell = {(r.posterior, r.sampler): r for r in med.itertuples()}
+    posteriors = sorted(df.posterior.unique())
+    present = [s for s in ESTIMATOR_ROWS if s in set(df.sampler)]
+    lines = [f"Gradients to b² < 0.01 for good (median over seeds; ∞: never), and × the limit row "
+             f"(the reference's metric) of the same metric family; {len(posteriors)} posteriors, "
+             f"seeds per cell: {int(med.seeds.min())}-{int(med.seeds.max())}", "",
+             "| posterior | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
+    for p in posteriors:
+        cells = []
+        for s in present:
+            r = cell.get((p, s))
+            if r is None:
+                cells.append("")
+                continue
+            text = "∞" if math.isinf(r.grads) else fmt(r.grads)
+            limit = cell.get((p, LIMIT.get(s, "")))
+            if limit is not None and math.isfinite(r.grads) and math.isfinite(limit.grads) and limit.grads > 0:
+                text += f" ({r.grads / limit.grads:.2g}×)"
+            cells.append(text)
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    lines += ["", "Goals: our NUTS's gradients to b² < 0.01 over nutpie's (same estimator), and its CPU "
+              "seconds to b² < 0.01 over each peer's where our gradient costs ≤ 20 µs", ""]
+    peers = [q for q in CPU_PEERS if q in set(df.sampler)]
+    head = ["posterior", "µs/grad (nuts_fisher)"] + [f"{a} / {b} grads" for a, b in PAIRS] + \
+        [f"nuts_fisher / {q} CPU-s" for q in peers]
+    lines += ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
+    ratios = {f"{a}/{b}": [] for a, b in PAIRS}
+    for p in posteriors:
+        ours = cell.get((p, "nuts_fisher"))
+        row = [p, fmt(ours.us) if ours is not None else ""]
+        for a, b in PAIRS:
+            x, y = cell.get((p, a)), cell.get((p, b))
+            value = x.grads / y.grads if x is not None and y is not None and math.isfinite(y.grads) and y.grads > 0 \
+                else math.nan
+            if x is not None and y is not None and math.isinf(x.grads) and math.isinf(y.grads):
+                value = math.nan
+            ratios[f"{a}/{b}"].append(value)
+            row.append("–" if math.isnan(value) else ("∞" if math.isinf(value) else f"{value:.2f}"))
+        for q in peers:
+            y = cell.get((p, q))
+            cheap = ours is not None and ours.us <= CHEAP_US
+            if ours is None or y is None or not cheap or not math.isfinite(y.cpu) or y.cpu <= 0:
+                row.append("–")
+            else:
+                row.append(f"{ours.cpu / y.cpu:.2f}")
+        lines.append("| " + " | ".join(row) + " |")
+    for key, values in ratios.items():
+        finite = [v for v in values if not math.isnan(v)]
+        if finite:
+            lines.append(f"\n{key} gradients: median {np.median(finite):.2f}, worst {max(finite):.2f} "
+                         f"over {len(finite)} posteriors (goal: median ≤ 1.0, none above 1.5)")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", default=",".join(PEER_TARGETS), help="targets of the NUTS comparison")
@@ -235,7 +344,15 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--no-gadmala", action="store_true", help="skip gadmala_fast's figure")
     ap.add_argument("--json", default="bench_peers.json")
+    ap.add_argument("--suite", metavar="SWEEP", default=None,
+                    help="print the ablation table and the goals' ratios from the posteriordb runs stored "
+                         "under SWEEP (a sweep folder) and stop")
     args = ap.parse_args(argv)
+    if args.suite is not None:
+        if not os.path.isdir(args.suite):
+            ap.exit(2, f"{ap.prog}: --suite: no such folder: {args.suite}\n")
+        print(suite_tables(args.suite))
+        return
     if args.seeds < 1 or args.warmup < 1 or args.draws < 100:
         ap.error("--seeds >= 1, --warmup >= 1 and --draws >= 100 are needed")
     try:  # --json replaces only this script's own earlier output: refused before any work
