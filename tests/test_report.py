@@ -694,6 +694,25 @@ def test_html_report_is_self_contained(tmp_path, capsys):
     assert (out / "ranking_banana.md").exists()
 
 
+def test_a_sampler_biased_by_design_is_marked_wherever_it_ranks(tmp_path, capsys):
+    """A run whose sampler declares ``exact: False`` (as unadjusted MCLMC does) carries ‡ in the ranking,
+    a note saying its stationary law is not π, and a warning in the HTML's provenance."""
+    root = tmp_path / "res"
+    for seed in (0, 1):
+        make_run(root, "banana", "rw", seed=seed, n_samples=200, n_diag=300)
+        make_run(root, "banana", "am", seed=seed, n_samples=200, n_diag=300,
+                 status_extra={"sampler_info": {"adaptation": "finite", "exact": False}})
+    table = ranking.ranking_table(agg.load_results(root), "banana")
+    labels = {row[1] for row in table.rows}
+    assert any(label.startswith("am") and "‡" in label for label in labels)
+    assert not any(label.startswith("rw") and "‡" in label for label in labels)
+    assert any(note.startswith("‡ biased by design") for note in table.notes)
+    out = tmp_path / "out"
+    assert figures_main([str(root), "--out", str(out), "--figures", "none", "--generic", "none"]) == 0
+    capsys.readouterr()
+    assert "⚠ biased by design" in (out / "report.html").read_text()
+
+
 def test_sweep_callback_prints_report_and_ranking(banana_results, capsys):
     from ckam_bench.report.callback import SweepReport
 

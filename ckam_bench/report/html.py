@@ -194,6 +194,8 @@ def _inventory(results: Results) -> str:
             totals = status.get("totals") or {}
             budget = status.get("budget") or {}
             mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
+            if (status.get("sampler_info") or {}).get("exact") is False:
+                mark += " ⚠ biased by design"
             flags = "; ".join(f"{FLAG_MARK} {k}: {v}" for k, v in run.flags.items())
             cells = [group.target, group.label, run.sampler, run.seed, run.state,
                      status.get("reason", ""), flags, use,

@@ -48,7 +48,7 @@ import numpy as np
 
 from ckam_bench.report.aggregate import FLAG_MARK, Results, StoredRun, _tag, differing_keys
 from ckam_bench.report import ranking
-from ckam_bench.report.ranking import MARK, NON_DIMINISHING_NOTE, cost_to_accuracy, rank_order
+from ckam_bench.report.ranking import cost_to_accuracy, rank_order
 from ckam_bench.report.tables import Table
 
 MEAN_TOL, SD_TOL = 0.1, 0.1
@@ -145,9 +145,9 @@ def _text(value: float) -> str:
     return "∞" if math.isinf(value) else ("n/a" if math.isnan(value) else f"{value:.3g}")
 
 
-def marked_note(marked: bool) -> list[str]:
-    """The note for configurations marked non-diminishing (none when there are none)."""
-    return [NON_DIMINISHING_NOTE] if marked else []
+def marked_note(groups) -> list[str]:
+    """The notes for configurations marked non-diminishing or biased (none when there are none)."""
+    return ranking.validity_notes(groups)
 
 
 def config_key(group) -> str:
@@ -227,7 +227,7 @@ def tables(results: Results, settings=None) -> list[Table]:
         per_posterior.setdefault(names.pop(), []).append(group)
         configs.setdefault(config_key(group), group)
     labels = suite_labels(configs)
-    marked = any(g.non_diminishing for g in configs.values())
+    marked = list(configs.values())
     out, ranks, passed, wins = [], {}, {}, {}
     for name in sorted(per_posterior):
         groups = per_posterior[name]
@@ -240,7 +240,7 @@ def tables(results: Results, settings=None) -> list[Table]:
             evaluations = [run_evaluations(r) for r in group.runs]
             reasons = sorted({why for _, why in evaluations if why})
             passes = [run_passes(r, name) for r in group.runs]
-            label = " ".join(filter(None, (labels[key], MARK if group.non_diminishing else "",
+            label = " ".join(filter(None, (labels[key], ranking.validity_mark(group),
                                            group.flag_text(),
                                            ranking.report_flag_text(group, order.checks))))
             grads = _cost_cell(values["to_acc_n_grad"], values["censored"], reasons)
@@ -286,7 +286,7 @@ def tables(results: Results, settings=None) -> list[Table]:
     if ranks:
         order, suite_ranks = rank_order(list(ranks), lambda k: (-passed[k], float(np.mean(ranks[k]))),
                                         name=lambda k: labels[k])
-        marks = {k: MARK if configs[k].non_diminishing else "" for k in ranks}
+        marks = {k: ranking.validity_mark(configs[k]) for k in ranks}
         out.append(Table(
             title="posteriordb suite: sampler configurations over all posteriors",
             stem="posteriordb_suite",

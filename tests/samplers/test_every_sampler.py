@@ -46,7 +46,13 @@ def _config(name: str, target: str):
 
 
 def build(name: str):
-    """(sampler factory, target factory) for config ``name`` on the first target it accepts."""
+    """(sampler factory, target factory) for config ``name`` on the first target it accepts (the
+    reference-metric NUTS: gauss2d_corr bringing a reference of exact draws)."""
+    if name.startswith("nuts_reference"):
+        from tests.samplers.test_nuts_fisher import _with_reference
+
+        cfg = _config(name, TARGETS[0])
+        return (lambda: instantiate(cfg.sampler)), (lambda: _with_reference(instantiate(cfg.target))[0])
     for target_name in TARGETS:
         cfg = _config(name, target_name)
         target = instantiate(cfg.target)
@@ -78,6 +84,12 @@ class Counting(Target):
         if key.startswith("jit_") or key == "inner":
             raise AttributeError(key)
         return getattr(self.inner, key)
+
+    def describe(self):  # the same distribution: the inner target's settings and reference id
+        return self.inner.describe()
+
+    def ckam_reference(self):
+        return self.inner.ckam_reference()
 
     def _log_density(self, x):
         self.calls["density"] += 1
@@ -127,7 +139,7 @@ def test_chain_does_not_depend_on_block_sizes(name, loop, monkeypatch):
     np.testing.assert_allclose(s1.x, s2.x, rtol=1e-10, atol=1e-12)
 
 
-JAX_PEERS = ("blackjax_nuts", "numpyro_nuts")
+JAX_PEERS = ("blackjax_nuts", "numpyro_nuts", "mams", "mclmc", "blackjax_nuts_lowrank", "blackjax_nuts_fisher")
 """Their evaluations never pass through the target's primitives (a JAX density):
 tests/samplers/test_peers.py counts them against the libraries' own leapfrog counts."""
 
