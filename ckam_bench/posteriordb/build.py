@@ -72,5 +72,33 @@ def build(root: Path) -> None:
               draws=draws.transpose(0, 2, 1).astype(np.float32))
 
 
+def compact(array: np.ndarray) -> np.ndarray:
+    """An array of posteriordb's data in the smallest exact type: integers in the smallest signed
+    integer type holding them, reals as float32 when float32 holds them exactly, else float64."""
+    array = np.asarray(array)
+    if array.dtype.kind in "iub":
+        if array.ndim == 0:
+            return array.astype(np.int64)
+        for kind in (np.int8, np.int16, np.int32):
+            if array.min() >= np.iinfo(kind).min and array.max() <= np.iinfo(kind).max:
+                return array.astype(kind)
+        return array.astype(np.int64)
+    array = array.astype(np.float64)
+    single = array.astype(np.float32)
+    return single if np.array_equal(single.astype(np.float64), array) else array
+
+
+def build_highdim(root: Path) -> None:
+    """The data of :data:`ckam_bench.posteriordb.highdim.HIGHDIM` (posteriors without posteriordb
+    reference draws): the keys their Stan data blocks declare, each :func:`compact`."""
+    from ckam_bench.posteriordb.highdim import DATA_KEYS
+
+    base = Path(root) / "posterior_database"
+    for data_name, keys in DATA_KEYS.items():
+        raw = _read_zipped_json(base / "data" / "data" / f"{data_name}.json.zip")
+        _save(DATA_DIR / f"{data_name}.npz", **{key: compact(raw[key]) for key in keys})
+
+
 if __name__ == "__main__":
     build(Path(sys.argv[1]))
+    build_highdim(Path(sys.argv[1]))

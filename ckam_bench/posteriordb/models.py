@@ -33,6 +33,8 @@ import pytensor.tensor as pt
 from pymc.distributions.transforms import ordered
 
 from ckam_bench.posteriordb import POSTERIORDB_COMMIT, SUITE, load_data, reference_columns
+from ckam_bench.posteriordb.hierarchical import (  # noqa: F401  (re-exported: highdim.HIGHDIM's target.model)
+    election88_full, glmm1, irt_2pl, radon_county, radon_variable_intercept_slope_noncentered)
 from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: the suite's target.model)
     earn_height, kidscore_interaction_c, kidscore_interaction_c2, kidscore_interaction_z, kidscore_mom_work,
     kidscore_momhs, kidscore_momhsiq, kidscore_momiq, log10earn_height, logearn_height, logearn_height_male,

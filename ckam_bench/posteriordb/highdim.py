@@ -1,0 +1,48 @@
+"""The posteriordb posteriors of 50-500 dimensions without posteriordb reference draws
+(issue 31 §2): their registry. Models in :mod:`ckam_bench.posteriordb.hierarchical` (re-exported
+by :mod:`ckam_bench.posteriordb.models`, so ``target.model`` is
+``ckam_bench.posteriordb.models:<function>`` as for the suite), data in ``data/`` (built by
+:func:`ckam_bench.posteriordb.build.build_highdim`), references certified with
+``ckam-bench-reference``'s criteria and shipped in ``ckam_bench/data/references/`` (found by
+:func:`ckam_bench.reference_lookup.find_reference` like any shipped reference). This module needs
+no PyMC.
+"""
+
+from __future__ import annotations
+
+from ckam_bench.posteriordb import Posterior
+
+_P = Posterior
+HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
+    _P("radon_mn-radon_variable_intercept_slope_noncentered", "radon_variable_intercept_slope_noncentered",
+       "hierarchical", 175,
+       "Gaussian varying intercepts and slopes, non-centred, 85 Minnesota counties (919 homes)"),
+    _P("irt_2pl-irt_2pl", "irt_2pl", "hierarchical", 144,
+       "2PL item response: Bernoulli-logit, 100 abilities x 20 items, positive lognormal "
+       "discriminations under a learned scale, products a_i (theta_j - b_i)"),
+    _P("GLMM_data-GLMM1_model", "glmm1", "hierarchical", 237,
+       "Poisson GLMM of bird counts, centred site effects (235 sites, 2072 counts), bounded sd"),
+    _P("radon_mod-radon_county", "radon_county", "hierarchical", 389,
+       "centred Gaussian intercepts of 386 counties (12573 homes), many with 1-5 homes"),
+    _P("election88-election88_full", "election88_full", "hierarchical", 90,
+       "hierarchical logistic regression, five crossed centred effects (4 to 51 levels), "
+       "11566 respondents, flat uniform(0, 100) scales"),
+)}
+"""posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference`` is unused: no
+posteriordb draws; the reference is the shipped harness reference of the target)."""
+
+DATA_KEYS: dict[str, tuple[str, ...]] = {
+    "radon_mn": ("N", "J", "county_idx", "floor_measure", "log_radon"),
+    "irt_2pl": ("I", "J", "y"),
+    "GLMM_data": ("nobs", "nmis", "nyear", "nsite", "obs", "obsyear", "obssite", "misyear", "missite"),
+    "radon_mod": ("N", "J", "county", "y"),
+    "election88": ("N", "n_age", "n_age_edu", "n_edu", "n_region_full", "n_state", "age", "age_edu",
+                   "black", "edu", "female", "region_full", "state", "v_prev_full", "y"),
+}
+"""The keys of each posteriordb data set that its Stan program's data block declares (the
+others, e.g. radon_mod's unused ``x``, ``u``, ``holdout``, are not shipped)."""
+
+
+def spec(name: str) -> str:
+    """The ``target.model`` string of a posterior of :data:`HIGHDIM`."""
+    return HIGHDIM[name].model

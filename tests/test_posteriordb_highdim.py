@@ -1,0 +1,484 @@
+"""posteriordb posteriors of 50-500 dimensions without posteriordb reference draws
+(ckam_bench/posteriordb/highdim.py, models in hierarchical.py): each model equals its Stan
+program, and its shipped reference is certified, found by the target, and agrees with a second,
+independent route.
+
+The proofs are those of tests/test_posteriordb_models.py, over the draws of the shipped
+reference (the harness's own, unconstrained, in the target's coordinates) instead of
+posteriordb's: the score has mean zero and Stein's identity E[u_i d_j log p(u)] = -delta_ij
+holds (z-tests with Bonferroni, standard errors inflated for lag-1 autocorrelation within a
+chain); gradients agree with central finite differences; an independent numpy log density,
+written statement by statement from the Stan program (Stan's target plus the log-Jacobians of
+its constraint transforms) differs from the model's by a constant to 1e-8 at a few draws.
+
+The reference and its second route were made by this module run as a script (a maintainer's
+command, never at test time)::
+
+    nice -n 5 python -m tests.test_posteriordb_highdim build <posteriordb name> [draws]
+
+route 1: nutpie (diagonal mass matrix, its default adaptation; 10 chains of ``draws`` after 1000
+tuning draws, one chain at a time, starts target.start + N(0, I) drawn by
+``numpy.random.default_rng([0, c])`` as ``ckam-bench-reference`` draws them), certified by
+``ckam-bench-reference``'s own :func:`~ckam_bench.checks.reference.certify_runs` (posteriordb's
+criteria) and stored by its :func:`~ckam_bench.checks.reference.store_reference`; divergences,
+gradients and CPU time from nutpie's sample statistics, added to the certificate under
+``"cost"``. Route 2: the harness's own NUTS ``nuts_fisher`` (conf/sampler/nuts_fisher.yaml,
+1000 warm-up iterations: Fisher-divergence diagonal metric on nutpie's schedule; ``nuts_lowrank``
+was the first choice, but its low-rank estimator costs ~0.5 s per warm-up iteration at d = 175,
+minutes per chain) through
+``ckam-bench-reference``'s :func:`~ckam_bench.checks.reference.run_chains`, 4 chains, seed 1,
+start spread 2; per coordinate z = (difference of the routes' means, or sds) / sqrt(sum of
+their MCSEs²); the largest |z| and both routes' numbers are in the certificate's
+``"second_route"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import expit
+from scipy.stats import norm
+
+from ckam_bench.posteriordb.highdim import HIGHDIM, spec
+
+NAMES = list(HIGHDIM)
+SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered"]
+"""the posteriors whose references are shipped (every test below runs over them; the registry
+test says which of :data:`HIGHDIM` are still missing one)."""
+FAST_DRAWS = 300
+ALPHA = 1e-3
+TOLERANCE = 1e-8
+NUTPIE_TUNE = 1000
+ROUTE2_CHAINS, ROUTE2_SEED, ROUTE2_SPREAD = 4, 1, 2.0
+MACHINE = ("2 cores shared with another engineer's background sweep (load average 4-5 while "
+           "it ran); CPU time of this process only")
+
+
+# ---------------------------------------------------------------------------- Stan programs in numpy
+def _data(name):
+    from ckam_bench.posteriordb import load_data
+
+    return load_data(name)
+
+
+lognorm = norm.logpdf
+
+
+def _halfnormal_jac(x, s):
+    return lognorm(x, 0, s) + np.log(x)
+
+
+def _uniform_jac(x, hi):
+    """flat on (0, hi): Stan's log-Jacobian of x = hi inv_logit(y)."""
+    return np.log(x) + np.log(hi - x) - np.log(hi)
+
+
+def stan_radon_variable_intercept_slope_noncentered(v):
+    d = _data("radon_mn")
+    alpha = v["mu_alpha"] + v["sigma_alpha"] * v["alpha_raw"]
+    beta = v["mu_beta"] + v["sigma_beta"] * v["beta_raw"]
+    target = sum(_halfnormal_jac(v[k], 1.0) for k in ("sigma_y", "sigma_beta", "sigma_alpha"))
+    target += lognorm(v["mu_alpha"], 0, 10) + lognorm(v["mu_beta"], 0, 10)
+    target += lognorm(v["alpha_raw"], 0, 1).sum() + lognorm(v["beta_raw"], 0, 1).sum()
+    for n in range(int(d["N"])):
+        j = int(d["county_idx"][n]) - 1
+        target += lognorm(d["log_radon"][n], alpha[j] + float(d["floor_measure"][n]) * beta[j], v["sigma_y"])
+    return target
+
+
+def stan_irt_2pl(v):
+    d = _data("irt_2pl")
+    target = 0.0
+    for s in ("sigma_theta", "sigma_a", "sigma_b"):
+        target += stats.cauchy.logpdf(v[s], 0, 2) + np.log(v[s])
+    target += lognorm(v["theta"], 0, v["sigma_theta"]).sum()
+    target += stats.lognorm.logpdf(v["a"], v["sigma_a"]).sum() + np.log(v["a"]).sum()
+    target += lognorm(v["mu_b"], 0, 5) + lognorm(v["b"], v["mu_b"], v["sigma_b"]).sum()
+    for i in range(int(d["I"])):
+        eta = v["a"][i] * (v["theta"] - v["b"][i])
+        target += np.sum(d["y"][i] * eta - np.logaddexp(0, eta))
+    return target
+
+
+def stan_glmm1(v):
+    d = _data("GLMM_data")
+    target = lognorm(v["alpha"], v["mu_alpha"], v["sd_alpha"]).sum() + lognorm(v["mu_alpha"], 0, 10)
+    log_lambda = np.tile(v["alpha"], (int(d["nyear"]), 1))
+    for i in range(int(d["nobs"])):
+        eta = log_lambda[int(d["obsyear"][i]) - 1, int(d["obssite"][i]) - 1]
+        target += stats.poisson.logpmf(d["obs"][i], np.exp(eta))
+    return target + _uniform_jac(v["sd_alpha"], 5.0)
+
+
+def stan_radon_county(v):
+    d = _data("radon_mod")
+    y_hat = np.array([v["a"][int(c) - 1] for c in d["county"]])
+    target = lognorm(v["mu_a"], 0, 1) + lognorm(v["a"], v["mu_a"], v["sigma_a"]).sum()
+    target += lognorm(d["y"], y_hat, v["sigma_y"]).sum()
+    return target + _uniform_jac(v["sigma_a"], 100.0) + _uniform_jac(v["sigma_y"], 100.0)
+
+
+def stan_election88_full(v):
+    d = _data("election88")
+    b5 = v["beta"]
+    y_hat = np.empty(int(d["N"]))
+    for i in range(int(d["N"])):
+        y_hat[i] = (b5[0] + b5[1] * d["black"][i] + b5[2] * d["female"][i]
+                    + b5[4] * d["female"][i] * d["black"][i] + b5[3] * d["v_prev_full"][i]
+                    + v["a"][d["age"][i] - 1] + v["b"][d["edu"][i] - 1] + v["c"][d["age_edu"][i] - 1]
+                    + v["d"][d["state"][i] - 1] + v["e"][d["region_full"][i] - 1])
+    target = sum(lognorm(v[g], 0, v[f"sigma_{g}"]).sum() + _uniform_jac(v[f"sigma_{g}"], 100.0) for g in "abcde")
+    target += lognorm(b5, 0, 100).sum()
+    return target + np.sum(d["y"] * y_hat - np.logaddexp(0, y_hat))
+
+
+STAN_NUMPY = {
+    "radon_mn-radon_variable_intercept_slope_noncentered": stan_radon_variable_intercept_slope_noncentered,
+    "irt_2pl-irt_2pl": stan_irt_2pl,
+    "GLMM_data-GLMM1_model": stan_glmm1,
+    "radon_mod-radon_county": stan_radon_county,
+    "election88-election88_full": stan_election88_full,
+}
+BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_y": 100.0, **{f"sigma_{g}": 100.0 for g in "bcde"}}
+"""upper bounds of the interval-constrained parameters (names shared by the models using them:
+radon_county's sigma_a, sigma_y and election88's sigma_a ... sigma_e are all (0, 100))."""
+
+
+def constrained(model, u: np.ndarray) -> dict:
+    """The Stan parameters (constrained) of an unconstrained row ``u`` in the order of the
+    model's value variables, by Stan's transforms written in numpy (exp for ``<lower=0>``,
+    U inv_logit for ``<lower=0, upper=U>``); only the value variables' names and sizes are read
+    from the model."""
+    out, at = {}, 0
+    for var in model.value_vars:
+        shape = tuple(model.initial_point()[var.name].shape)
+        size = int(np.prod(shape))
+        x = u[at:at + size].reshape(shape) if shape else u[at]
+        at += size
+        if var.name.endswith("_log__"):
+            out[var.name[:-6]] = np.exp(x)
+        elif var.name.endswith("_interval__"):
+            name = var.name[:-11]
+            out[name] = BOUNDS[name] * expit(x)
+        else:
+            out[var.name] = x
+    assert at == len(u)
+    return out
+
+
+# ---------------------------------------------------------------------------- the proofs
+def _logp_dlogp(model):
+    import pytensor
+    from pymc.pytensorf import join_nonshared_inputs
+
+    (logp, dlogp), x = join_nonshared_inputs(model.initial_point(),
+                                             [model.logp(jacobian=True), model.dlogp(jacobian=True)],
+                                             model.value_vars)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        point = pytensor.function([x], [logp, dlogp])
+
+    def rows(u):
+        values = [point(row) for row in u]
+        return np.array([v[0] for v in values]), np.array([v[1] for v in values])
+
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
+def _case(name):
+    from ckam_bench.posteriordb import models
+    from ckam_bench.reference_lookup import load_reference
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(spec(name))
+    reference = load_reference(target)
+    model = getattr(models, HIGHDIM[name].function)()
+    return target, reference, model, _logp_dlogp(model)
+
+
+def _z_max(samples, target, chain):
+    """Largest |z| of the means of ``samples`` (n, m) against ``target``, standard errors
+    inflated for lag-1 autocorrelation within chains; and the Bonferroni critical value."""
+    n = len(samples)
+    centred = samples - samples.mean(axis=0)
+    var = centred.var(axis=0, ddof=1)
+    same = (chain[1:] == chain[:-1])[:, None]
+    rho = np.clip((centred[1:] * centred[:-1] * same).sum(axis=0) / (same.sum() * var), 0.0, 0.5)
+    se = np.sqrt(var / n * (1 + rho) / (1 - rho))
+    z = np.abs(samples.mean(axis=0) - target) / se
+    return float(np.nanmax(z)), float(norm.isf(ALPHA / (2 * samples.shape[1])))
+
+
+def _prove(name, n_draws):
+    """Stein and mean score over the first ``n_draws`` draws of each chain's stored ones (None:
+    all), gradients against finite differences at three draws, the independent numpy density
+    at five. Returns the largest |z| of each identity and the density spread."""
+    target, reference, model, batch = _case(name)
+    assert target.dim == HIGHDIM[name].dim == len(reference.mean)
+    rows = np.flatnonzero(np.concatenate([np.arange((reference.chain == c).sum()) < (n_draws or 10**9)
+                                          for c in np.unique(reference.chain)]))
+    u, chain = reference.samples[rows], reference.chain[rows]
+    logp, grad = batch(u)
+    assert np.isfinite(logp).all() and np.isfinite(grad).all()
+    # the model's coordinates are the target's: the same log density up to a constant
+    harness = np.array([target._log_density(row) for row in u[:3]])
+    assert np.ptp(harness - logp[:3]) < 1e-8
+    d = u.shape[1]
+    out = {}
+    checks = {"mean score": (grad, np.zeros(d)),
+              "Stein": ((u[:, :, None] * grad[:, None, :]).reshape(len(u), d * d), -np.eye(d).ravel())}
+    for what, (samples, expected) in checks.items():
+        z, crit = _z_max(samples, expected, chain)
+        assert z < crit, f"{name}: {what} identity fails, max |z| = {z:.2f} >= {crit:.2f}"
+        out[what] = z
+    for row in u[[0, len(u) // 2, -1]]:
+        steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
+        fd_logp, _ = batch(np.vstack([row + steps, row - steps]))
+        fd = (fd_logp[:d] - fd_logp[d:]) / (2 * np.diag(steps))
+        np.testing.assert_allclose(batch(row[None])[1][0], fd, rtol=1e-4, atol=1e-4, err_msg=name)
+    picks = np.linspace(0, len(u) - 1, 5).round().astype(int)
+    ours = np.array([STAN_NUMPY[name](constrained(model, u[i])) for i in picks])
+    diff = logp[picks] - ours
+    out["independent density"] = float(np.ptp(diff))
+    assert out["independent density"] < TOLERANCE, (name, out)
+    return out
+
+
+FAST = [n for n in ("radon_mn-radon_variable_intercept_slope_noncentered", "irt_2pl-irt_2pl",
+                    "GLMM_data-GLMM1_model") if n in SHIPPED_NAMES]
+
+
+def _shipped(names):
+    from ckam_bench.reference_lookup import find_reference
+    from ckam_bench.targets.pymc import PyMCModel
+
+    return [n for n in names if find_reference(PyMCModel(spec(n))) is not None]
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_equal_to_the_stan_program(name):
+    _prove(name, FAST_DRAWS // 10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
+def test_equal_to_the_stan_program_on_all_stored_draws(name):
+    _prove(name, None)
+
+
+def _tilt_prior_scale(model):
+    """radon: sigma_alpha ~ half-normal(0, 0.1) instead of (0, 1)."""
+    import pymc as pm
+
+    s = model["sigma_alpha"]
+    return pm.logp(pm.HalfNormal.dist(0.1), s) - pm.logp(pm.HalfNormal.dist(1.0), s)
+
+
+def test_identities_detect_a_wrong_model():
+    """A wrong prior scale fails the identities on the same draws (and the numpy density differs
+    by more than a constant)."""
+    import pymc as pm
+
+    from ckam_bench.posteriordb import models
+
+    name = "radon_mn-radon_variable_intercept_slope_noncentered"
+    _, reference, _, _ = _case(name)
+    model = getattr(models, HIGHDIM[name].function)()
+    with model:
+        pm.Potential("slip", _tilt_prior_scale(model))
+    keep = np.concatenate([np.flatnonzero(reference.chain == c)[:FAST_DRAWS // 10] for c in np.unique(reference.chain)])
+    u, chain = reference.samples[keep], reference.chain[keep]
+    logp, grad = _logp_dlogp(model)(u)
+    z, crit = _z_max(grad, np.zeros(u.shape[1]), chain)
+    assert z > 2 * crit
+    ours = np.array([STAN_NUMPY[name](constrained(model, row)) for row in u[:5]])
+    assert np.ptp(logp[:5] - ours) > 1e3 * TOLERANCE
+
+
+def test_every_posterior_has_a_model_data_and_a_numpy_density():
+    """Nothing drops out silently: the registry is these five, each with its model function,
+    data file, dimension and independent density."""
+    from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, models
+
+    assert sorted(HIGHDIM) == sorted(STAN_NUMPY) and set(SHIPPED_NAMES) <= set(HIGHDIM)
+    assert sorted(_shipped(NAMES)) == sorted(SHIPPED_NAMES)  # a reference per listed name, no other
+    assert len(HIGHDIM) == 5 and all(50 <= p.dim <= 500 for p in HIGHDIM.values())
+    for name, p in HIGHDIM.items():
+        assert p.character in CHARACTERS and callable(getattr(models, p.function))
+        assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
+
+
+def test_references_are_shipped_certified_and_found():
+    """Each target finds its shipped reference (ckam_bench/data/references), certified with
+    posteriordb's criteria and at least 10 chains, no divergence after tuning, its cost stated,
+    its log density probes the target's."""
+    from ckam_bench.reference_lookup import SHIPPED, find_reference, is_certified, load_reference
+    from ckam_bench.targets.pymc import PyMCModel
+
+    for name in SHIPPED_NAMES:
+        target = PyMCModel(spec(name))
+        path = find_reference(target)
+        assert path is not None and path.parent == SHIPPED, name
+        ref = load_reference(target)  # checks the probes
+        c = ref.certificate
+        assert is_certified(c) and c["chains"] >= 10, name
+        diag = c["diagnostics"]
+        assert diag["rhat_max"] < 1.01 and diag["ess_bulk_min"] >= 1e4 and diag["ess_tail_min"] >= 1e4
+        assert c["cost"]["divergences_after_tuning"] == 0, name
+        assert c["cost"]["gradients"] > 0 and c["cost"]["cpu_seconds"] > 0
+        assert ref.samples.shape == (len(np.unique(ref.chain)) * 100, HIGHDIM[name].dim)
+        assert json.loads((path.with_suffix(".json")).read_text())["reference_id"] == target.reference_id()
+
+
+def test_second_route_agrees():
+    """The second route's means and sds agree with the reference's per coordinate within
+    MCSE: max |z| below the Bonferroni bound at family-wise level 1e-3 over 2d coordinates."""
+    for name in SHIPPED_NAMES:
+        _, ref, _, _ = _case(name)
+        s = ref.certificate["second_route"]
+        d = HIGHDIM[name].dim
+        crit = norm.isf(ALPHA / (2 * 2 * d))
+        assert s["sampler"] == "nuts_fisher" and s["seed"] != ref.certificate["seeds"]["seed"]
+        assert s["max_abs_z_mean"] < crit and s["max_abs_z_sd"] < crit, (name, s)
+        z = (ref.mean - np.array(s["mean"])) / np.sqrt(ref.mcse_mean**2 + np.array(s["mcse_mean"]) ** 2)
+        assert np.max(np.abs(z)) == pytest.approx(s["max_abs_z_mean"], rel=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
+def test_second_route_recomputed(name):
+    """Route 2 run again (as the build ran it): its means and sds agree with the shipped ones."""
+    _, ref, _, _ = _case(name)
+    s = ref.certificate["second_route"]
+    again = second_route(name, ref, s["draws_per_chain"])
+    np.testing.assert_allclose(again["mean"], s["mean"], rtol=1e-6, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------- the build (a script)
+def _mcse_sd(held):
+    """MCSE of each coordinate's sd from draws (chains, n, d), by the delta method:
+    sd((x - mean)²) / sqrt(ESS((x - mean)²)) / (2 sd), ESS from arviz-stats ("mean"). Not
+    arviz-stats' ``mcse(method="sd")``: on NUTS draws, antithetic in x (ESS > n) but not in x²,
+    it came out 2-2.5 times smaller (radon_mn, d = 175: z of the two routes' sds had sd 2)."""
+    from arviz_stats.base import array_stats
+
+    held = np.asarray(held, float)
+    c = (held - held.mean(axis=(0, 1))) ** 2
+    ess = np.asarray(array_stats.ess(np.moveaxis(c, -1, 0), chain_axis=-2, draw_axis=-1, method="mean"))
+    return c.reshape(-1, c.shape[-1]).std(axis=0) / np.sqrt(ess) / (2 * held.std(axis=(0, 1)))
+
+
+def route1(name, draws, chains=10, seed=0):
+    """nutpie, ``chains`` chains one after another; returns (target, runs, cost, held)."""
+    import nutpie
+
+    from ckam_bench.checks.reference import ChainRun, overdispersed_start
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(spec(name))
+    t0 = time.process_time()
+    compiled = nutpie.compile_pymc_model(target.model, backend="numba")
+    compile_s = time.process_time() - t0
+    runs, grads, div_tune, div_draws, wall = [], 0, 0, 0, 0.0
+    for c in range(chains):
+        rng = np.random.default_rng([seed, c])
+        x0 = overdispersed_start(target, 1.0, rng)
+        c0, w0 = time.process_time(), time.time()
+        tr = nutpie.sample(compiled, draws=draws, tune=NUTPIE_TUNE, chains=1, cores=1,
+                           seed=int(rng.integers(2**63)), progress_bar=False, init_mean=x0,
+                           store_unconstrained=True)
+        sec, wall = time.process_time() - c0, wall + time.time() - w0
+        st, wst = tr.sample_stats, tr.warmup_sample_stats
+        held = np.asarray(st["unconstrained_draw"].values[0], float)
+        assert held.shape == (draws, target.dim)
+        lp = np.asarray(st["logp"].values[0][:3], float)  # nutpie's coordinates are the target's
+        assert np.ptp(lp - np.array([target._log_density(h) for h in held[:3]])) < 1e-6
+        grads += int(st["n_steps"].values.sum() + wst["n_steps"].values.sum())
+        div_draws += int(st["diverging"].values.sum())
+        div_tune += int(wst["diverging"].values.sum())
+        sq = held * held
+        runs.append(ChainRun(held=held, sums=np.array([held.sum(0), sq.sum(0), (sq * sq).sum(0)]),
+                             count=draws, acceptance=float(st["mean_tree_accept"].values.mean()),
+                             n_nonfinite=0, start=np.asarray(x0), seconds=sec))
+        print(f"  chain {c}: {sec:.0f} s", file=sys.stderr, flush=True)
+    cost = {"cpu_seconds": sum(r.seconds for r in runs), "wall_seconds": wall,
+            "compile_cpu_seconds": compile_s, "gradients": grads,
+            "divergences_after_tuning": div_draws, "divergences_during_tuning": div_tune,
+            "machine": MACHINE}
+    return target, runs, cost
+
+
+def second_route(name, ref_or_none=None, draws=5000):
+    """nuts_fisher through ckam-bench-reference's run_chains, other seed and start spread."""
+    import yaml
+    from hydra.utils import instantiate
+
+    from ckam_bench.checks.reference import run_chains
+    from ckam_bench.reference_lookup import diagnose
+    from ckam_bench.targets.pymc import PyMCModel
+
+    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "sampler" / "nuts_fisher.yaml").read_text())
+    conf["burn_in"] = 1000
+    target = PyMCModel(spec(name))
+    g0, c0 = target.n_grad, time.process_time()
+    runs = run_chains(target, lambda: instantiate(conf), range(ROUTE2_CHAINS), burn_in=0, iterations=draws,
+                      max_draws=draws, seed=ROUTE2_SEED, start_spread=ROUTE2_SPREAD)
+    held = np.stack([r.held for r in runs])
+    diag = diagnose(held)
+    flat = held.reshape(-1, held.shape[-1])
+    return {"sampler": "nuts_fisher", "settings": conf, "chains": ROUTE2_CHAINS, "seed": ROUTE2_SEED,
+            "start_spread": ROUTE2_SPREAD, "draws_per_chain": draws, "mean": flat.mean(0).tolist(),
+            "sd": flat.std(0).tolist(), "mcse_mean": diag["mcse_mean"].tolist(),
+            "mcse_sd": _mcse_sd(held).tolist(), "rhat_max": float(np.nanmax(diag["rhat"])),
+            "ess_bulk_min": float(np.nanmin(diag["ess_bulk"])),
+            "cpu_seconds": time.process_time() - c0, "gradients": int(target.n_grad - g0), "machine": MACHINE}
+
+
+def build(name, draws):
+    import shutil
+    import tempfile
+
+    from ckam_bench.checks.reference import certify_runs, store_reference
+    from ckam_bench.reference_lookup import SHIPPED
+
+    target, runs, cost = route1(name, draws)
+    ok, why, certificate, arrays = certify_runs(
+        target, runs, burn_in=NUTPIE_TUNE, iterations=draws, max_draws=20_000, stored_draws=100,
+        sampler_name="nutpie", settings={"library": "nutpie", "tune": NUTPIE_TUNE, "target_accept": 0.8,
+                                         "mass_matrix": "diag", "chains run": "one at a time, cores=1"})
+    d = certificate["diagnostics"]
+    print(f"{name}: certified={certificate['certified']} {why} R-hat {d['rhat_max']:.4f} bulk {d['ess_bulk_min']:.0f} "
+          f"tail {d['ess_tail_min']:.0f} {cost}", file=sys.stderr, flush=True)
+    if not ok:
+        return 3
+    held = np.stack([r.held for r in runs])
+    sd1, mcse_sd1 = np.sqrt(arrays["variance"]), _mcse_sd(held)
+    s = second_route(name)
+    z_mean = (arrays["mean"] - np.array(s["mean"])) / np.sqrt(arrays["mcse_mean"] ** 2 + np.array(s["mcse_mean"]) ** 2)
+    z_sd = (sd1 - np.array(s["sd"])) / np.sqrt(mcse_sd1**2 + np.array(s["mcse_sd"]) ** 2)
+    s.update(max_abs_z_mean=float(np.max(np.abs(z_mean))), max_abs_z_sd=float(np.max(np.abs(z_sd))),
+             reference_mcse_sd=mcse_sd1.tolist())
+    certificate["cost"], certificate["second_route"] = cost, s
+    print(f"  second route: max|z| mean {s['max_abs_z_mean']:.2f} sd {s['max_abs_z_sd']:.2f}, "
+          f"{s['cpu_seconds']:.0f} s, {s['gradients']} gradients", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = store_reference(Path(tmp) / "refs", certificate, arrays)
+        for p in (path, path.with_suffix(".json")):
+            shutil.copy(p, SHIPPED / p.name)
+    print(f"  -> {SHIPPED / path.name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore")
+    if sys.argv[1] == "build":
+        sys.exit(build(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000))
