@@ -14,7 +14,7 @@ its constraint transforms) differs from the model's by a constant to 1e-8 at a f
 The reference and its second route were made by this module run as a script (a maintainer's
 command, never at test time)::
 
-    nice -n 5 python -m tests.test_posteriordb_highdim build <posteriordb name> [draws]
+    nice -n 5 python -m tests.test_posteriordb_highdim build <posteriordb name> [draws [target_accept [route 2 draws]]]
 
 route 1: nutpie (diagonal mass matrix, its default adaptation; 10 chains of ``draws`` after 1000
 tuning draws, one chain at a time, starts target.start + N(0, I) drawn by
@@ -50,7 +50,8 @@ from scipy.stats import norm
 from ckam_bench.posteriordb.highdim import HIGHDIM, spec
 
 NAMES = list(HIGHDIM)
-SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered"]
+SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
+                 "radon_mod-radon_county"]
 """the posteriors whose references are shipped (every test below runs over them; the registry
 test says which of :data:`HIGHDIM` are still missing one)."""
 FAST_DRAWS = 300
@@ -377,7 +378,7 @@ def _mcse_sd(held):
     return c.reshape(-1, c.shape[-1]).std(axis=0) / np.sqrt(ess) / (2 * held.std(axis=(0, 1)))
 
 
-def route1(name, draws, chains=10, seed=0):
+def route1(name, draws, chains=10, seed=0, target_accept=0.8):
     """nutpie, ``chains`` chains one after another; returns (target, runs, cost, held)."""
     import nutpie
 
@@ -395,7 +396,7 @@ def route1(name, draws, chains=10, seed=0):
         c0, w0 = time.process_time(), time.time()
         tr = nutpie.sample(compiled, draws=draws, tune=NUTPIE_TUNE, chains=1, cores=1,
                            seed=int(rng.integers(2**63)), progress_bar=False, init_mean=x0,
-                           store_unconstrained=True)
+                           target_accept=target_accept, store_unconstrained=True)
         sec, wall = time.process_time() - c0, wall + time.time() - w0
         st, wst = tr.sample_stats, tr.warmup_sample_stats
         held = np.asarray(st["unconstrained_draw"].values[0], float)
@@ -443,17 +444,17 @@ def second_route(name, ref_or_none=None, draws=5000):
             "cpu_seconds": time.process_time() - c0, "gradients": int(target.n_grad - g0), "machine": MACHINE}
 
 
-def build(name, draws):
+def build(name, draws, target_accept=0.8, route2_draws=5000):
     import shutil
     import tempfile
 
     from ckam_bench.checks.reference import certify_runs, store_reference
     from ckam_bench.reference_lookup import SHIPPED
 
-    target, runs, cost = route1(name, draws)
+    target, runs, cost = route1(name, draws, target_accept=target_accept)
     ok, why, certificate, arrays = certify_runs(
         target, runs, burn_in=NUTPIE_TUNE, iterations=draws, max_draws=20_000, stored_draws=100,
-        sampler_name="nutpie", settings={"library": "nutpie", "tune": NUTPIE_TUNE, "target_accept": 0.8,
+        sampler_name="nutpie", settings={"library": "nutpie", "tune": NUTPIE_TUNE, "target_accept": target_accept,
                                          "mass_matrix": "diag", "chains run": "one at a time, cores=1"})
     d = certificate["diagnostics"]
     print(f"{name}: certified={certificate['certified']} {why} R-hat {d['rhat_max']:.4f} bulk {d['ess_bulk_min']:.0f} "
@@ -462,7 +463,7 @@ def build(name, draws):
         return 3
     held = np.stack([r.held for r in runs])
     sd1, mcse_sd1 = np.sqrt(arrays["variance"]), _mcse_sd(held)
-    s = second_route(name)
+    s = second_route(name, draws=route2_draws)
     z_mean = (arrays["mean"] - np.array(s["mean"])) / np.sqrt(arrays["mcse_mean"] ** 2 + np.array(s["mcse_mean"]) ** 2)
     z_sd = (sd1 - np.array(s["sd"])) / np.sqrt(mcse_sd1**2 + np.array(s["mcse_sd"]) ** 2)
     s.update(max_abs_z_mean=float(np.max(np.abs(z_mean))), max_abs_z_sd=float(np.max(np.abs(z_sd))),
@@ -481,4 +482,6 @@ def build(name, draws):
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
     if sys.argv[1] == "build":
-        sys.exit(build(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000))
+        sys.exit(build(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000,
+                       float(sys.argv[4]) if len(sys.argv) > 4 else 0.8,
+                       int(sys.argv[5]) if len(sys.argv) > 5 else 5000))
