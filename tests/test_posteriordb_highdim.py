@@ -52,8 +52,16 @@ from ckam_bench.posteriordb.highdim import HIGHDIM, spec
 NAMES = list(HIGHDIM)
 SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
                  "radon_mod-radon_county"]
-"""the posteriors whose references are shipped (every test below runs over them; the registry
-test says which of :data:`HIGHDIM` are still missing one)."""
+"""the posteriors whose references are shipped (every test below runs over them)."""
+NO_REFERENCE_YET = {
+    "irt_2pl-irt_2pl": "nutpie leaves divergences after tuning at every target accept tried (10 "
+                       "chains: 17 at 0.8, 4 at 0.95, 9 at 0.99) and sigma_theta's bulk ESS short "
+                       "of 10 000 (8039 of 100 000 draws, 8570 of 140 000): not certified",
+    "election88-election88_full": "not built within the session's time: its gradient (11 566 "
+                                  "Bernoulli terms) costs ~0.6 ms, ~20 CPU minutes for route 1",
+}
+"""the posteriors of :data:`HIGHDIM` still without a shipped reference, and why; their model is
+checked against the numpy density and finite differences at points near the start instead."""
 FAST_DRAWS = 300
 ALPHA = 1e-3
 TOLERANCE = 1e-8
@@ -235,12 +243,15 @@ def _prove(name, n_draws):
     assert np.ptp(harness - logp[:3]) < 1e-8
     d = u.shape[1]
     out = {}
-    checks = {"mean score": (grad, np.zeros(d)),
-              "Stein": ((u[:, :, None] * grad[:, None, :]).reshape(len(u), d * d), -np.eye(d).ravel())}
-    for what, (samples, expected) in checks.items():
-        z, crit = _z_max(samples, expected, chain)
-        assert z < crit, f"{name}: {what} identity fails, max |z| = {z:.2f} >= {crit:.2f}"
-        out[what] = z
+    z, crit = _z_max(grad, np.zeros(d), chain)
+    assert z < crit, f"{name}: mean score identity fails, max |z| = {z:.2f} >= {crit:.2f}"
+    out["mean score"] = z
+    # Stein's d x d entries by blocks of columns (1000 draws x 389² entries would be 1.2 GB)
+    stein = max(_z_max((u[:, :, None] * grad[:, None, j:j + 16]).reshape(len(u), -1),
+                       -np.eye(d)[:, j:j + 16].ravel(), chain)[0] for j in range(0, d, 16))
+    crit = float(norm.isf(ALPHA / (2 * d * d)))
+    assert stein < crit, f"{name}: Stein identity fails, max |z| = {stein:.2f} >= {crit:.2f}"
+    out["Stein"] = stein
     for row in u[[0, len(u) // 2, -1]]:
         steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
         fd_logp, _ = batch(np.vstack([row + steps, row - steps]))
@@ -254,8 +265,9 @@ def _prove(name, n_draws):
     return out
 
 
-FAST = [n for n in ("radon_mn-radon_variable_intercept_slope_noncentered", "irt_2pl-irt_2pl",
-                    "GLMM_data-GLMM1_model") if n in SHIPPED_NAMES]
+FAST = ["radon_mn-radon_variable_intercept_slope_noncentered"]
+"""proved on 300 stored draws in the default run (< 60 s for the module); ``-m slow`` proves every
+shipped one on all its stored draws."""
 
 
 def _shipped(names):
@@ -310,12 +322,30 @@ def test_every_posterior_has_a_model_data_and_a_numpy_density():
     data file, dimension and independent density."""
     from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, models
 
-    assert sorted(HIGHDIM) == sorted(STAN_NUMPY) and set(SHIPPED_NAMES) <= set(HIGHDIM)
+    assert sorted(HIGHDIM) == sorted(STAN_NUMPY) == sorted([*SHIPPED_NAMES, *NO_REFERENCE_YET])
     assert sorted(_shipped(NAMES)) == sorted(SHIPPED_NAMES)  # a reference per listed name, no other
     assert len(HIGHDIM) == 5 and all(50 <= p.dim <= 500 for p in HIGHDIM.values())
     for name, p in HIGHDIM.items():
         assert p.character in CHARACTERS and callable(getattr(models, p.function))
         assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
+
+
+@pytest.mark.parametrize("name", sorted(NO_REFERENCE_YET))
+def test_equal_to_the_stan_program_without_draws(name):
+    """Without reference draws: the numpy density minus the model's constant to 1e-8 and the
+    gradient against finite differences, at points start + 0.3 N(0, I)."""
+    from ckam_bench.posteriordb import models
+
+    model = getattr(models, HIGHDIM[name].function)()
+    batch = _logp_dlogp(model)
+    u = 0.3 * np.random.default_rng(5).standard_normal((3, HIGHDIM[name].dim))
+    logp, grad = batch(u)
+    ours = np.array([STAN_NUMPY[name](constrained(model, row)) for row in u])
+    assert np.ptp(logp - ours) < TOLERANCE
+    row, d = u[0], u.shape[1]
+    steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
+    fd_logp, _ = batch(np.vstack([row + steps, row - steps]))
+    np.testing.assert_allclose(grad[0], (fd_logp[:d] - fd_logp[d:]) / (2 * np.diag(steps)), rtol=1e-4, atol=1e-4)
 
 
 def test_references_are_shipped_certified_and_found():
