@@ -6,9 +6,16 @@ checks and their commands) on :mod:`ckam_bench.commands` (the command line) on
 :mod:`ckam_bench.report` reads what the engine stores.
 """
 
-from ckam_bench import _moved
-from ckam_bench.commands.config import register_resolvers
-from ckam_bench.commands.discovery import version as _version
+import warnings
+
+# ArviZ (imported by PyMC) warns once a day, at its first import, that it is being refactored:
+# a multi-line FutureWarning on stderr that would break every one-line error of that day's
+# first command (found on a fresh machine: `ckam-bench-sbc sbc.bins=7` printed six lines).
+warnings.filterwarnings("ignore", message="\nArviZ is undergoing a major refactor", category=FutureWarning)
+
+from ckam_bench import _moved  # noqa: E402
+from ckam_bench.commands.config import register_resolvers  # noqa: E402
+from ckam_bench.commands.discovery import version as _version  # noqa: E402
 
 __version__ = _version()
 

@@ -81,6 +81,16 @@ def sbc_command(*args, cwd, pythonpath=None):
                           capture_output=True, text=True, timeout=3000, env=env)
 
 
+def test_arviz_daily_warning_never_breaks_a_one_line_error(tmp_path, tmp_path_factory, monkeypatch):
+    """ArviZ warns at its first import of each day (a stamp in its cache folder): with a fresh
+    cache the error is still one line."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    proc = sbc_command("target=pymc", f"target.model={MODELS}:normal_mean", "sbc.bins=7", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "sbc.bins" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("args, key", [
     (["target=gmm2d"], "target: ckam-bench-sbc simulates data from a PyMC model"),
     (["target=pymc", f"target.model={MODELS}:normal_mean", "sbc.bins=7"], "sbc.bins"),
