@@ -387,11 +387,15 @@ def test_second_route_agrees():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED_NAMES)
 def test_second_route_recomputed(name):
-    """Route 2 run again (as the build ran it): its means and sds agree with the shipped ones."""
+    """Route 2 run again (as the build ran it) agrees with the reference within MCSE (max |z|
+    of the means below the Bonferroni bound), a statistical check: the chain's last bits, and
+    so its exact numbers, may differ on another CPU."""
     _, ref, _, _ = _case(name)
     s = ref.certificate["second_route"]
     again = second_route(name, ref, s["draws_per_chain"])
-    np.testing.assert_allclose(again["mean"], s["mean"], rtol=1e-6, atol=1e-9)
+    crit = norm.isf(ALPHA / (2 * 2 * HIGHDIM[name].dim))
+    z = (ref.mean - np.array(again["mean"])) / np.sqrt(ref.mcse_mean**2 + np.array(again["mcse_mean"]) ** 2)
+    assert np.max(np.abs(z)) < crit, (name, float(np.max(np.abs(z))), crit)
 
 
 # ---------------------------------------------------------------------------- the build (a script)
