@@ -174,3 +174,42 @@ def test_a_target_can_bring_its_own_reference():
     bad = Reference(**{**good.__dict__, "samples": draws[:, :1], "mean": draws.mean(0)[:1]})
     with pytest.raises(PluginError, match=r"not \(draws, 2\)"):
         load_reference(OwnReference(bad))
+
+
+class _LongBlocks(PlainRandomWalk):
+    ckam_block_seconds = 0.3
+
+
+def test_a_sampler_asks_for_longer_blocks_and_the_runner_takes_the_larger(tmp_path):
+    assert _runner(tmp_path / "a", StanStyleGaussian(), _LongBlocks(1.5)).block_seconds == 0.3
+    assert _runner(tmp_path / "b", StanStyleGaussian()).block_seconds == 0.02  # the contract's default
+    from ckam_bench.samplers.peers import BlackJAXNUTS, NumPyroNUTS
+
+    assert NumPyroNUTS.ckam_block_seconds == BlackJAXNUTS.ckam_block_seconds == 0.25
+
+
+@pytest.mark.parametrize("value", ["fast", -1.0, float("nan"), 1e9, True])
+def test_a_malformed_block_seconds_is_one_line_naming_the_plugin(tmp_path, value):
+    sampler = PlainRandomWalk(1.5)
+    sampler.ckam_block_seconds = value
+    with pytest.raises(PluginError, match=r"^tests\.legacy_plugin\.PlainRandomWalk\.ckam_block_seconds must"):
+        _runner(tmp_path, StanStyleGaussian(), sampler)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_malformed_block_seconds_from_the_command_line_exits_2_creating_nothing(tmp_path):
+    conf = tmp_path / "conf" / "sampler"
+    conf.mkdir(parents=True)
+    (conf / "bad_blocks.yaml").write_text("_target_: tests.test_plugin_hooks._BadBlocks\nscale: 1.0\n")
+    args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path / 'run'}",
+            f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
+            "progress=false", "target=gauss2d_corr", "sampler=bad_blocks"]
+    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ckam_block_seconds" in lines[0], lines
+    assert not (tmp_path / "run").exists()
+
+
+class _BadBlocks(PlainRandomWalk):
+    ckam_block_seconds = "long"

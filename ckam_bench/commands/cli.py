@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ckam_bench import jit
 from ckam_bench.commands import discovery, overrides, sweeps
 from ckam_bench.engine import outputs, provenance, rundir, store
-from ckam_bench.engine.runner import UNITS, Budget, Runner, checkpoint_times
+from ckam_bench.engine.runner import UNITS, Budget, Runner, checkpoint_times, sampler_block_seconds
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
 from ckam_bench.commands.validate import ConfigError, check_config, resolved
@@ -147,6 +147,10 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         raise ConfigError(f"target: {exc}") from None
     labels = {**labels, "kernel": labels.get("kernel") if kernel is not None else "none",
               "target": target_label}
+    try:
+        sampler_block_seconds(sampler)
+    except PluginError as exc:
+        raise ConfigError(f"sampler: {exc}") from None
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,

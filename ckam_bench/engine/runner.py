@@ -12,7 +12,8 @@ wall-clock cap, or Ctrl-C / SIGTERM (the current block finishes, a final checkpo
 and the run is marked ``interrupted``; see :class:`StopRequest`).
 
 **Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
-time, shortened near a checkpoint time, the end of the budget and the iteration cap.
+time (or the sampler's ``ckam_block_seconds`` when longer), shortened near a checkpoint time,
+the end of the budget and the iteration cap.
 
 **Checkpoints** happen when the run passes each position of the schedule (see
 :func:`checkpoint_times`), in the unit ``checkpoint.on`` names — sampler seconds, iterations,
@@ -72,6 +73,7 @@ chain's state (``resumable = False``) restarts a killed run from its first itera
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
@@ -83,6 +85,7 @@ from ckam_bench import jit
 from ckam_bench.engine import runstatus, snapshot
 from ckam_bench.engine.budget import UNITS, Budget, SamplerClock, Schedule, checkpoint_times
 from ckam_bench.engine.tally import Tally, ratio
+from ckam_bench.targets.base import PluginError
 
 __all__ = ["Runner", "Budget", "UNITS", "checkpoint_times", "StopRequest"]
 
@@ -182,7 +185,7 @@ class Runner:
         self.checkpoints = checkpoint_times(budget.seconds) if checkpoints is None else checkpoints
         self.schedule: Schedule | None = None  # built from checkpoints and budget at the start
         self.progress = progress
-        self.block_seconds = float(block_seconds)
+        self.block_seconds = max(float(block_seconds), sampler_block_seconds(sampler))
         self.max_overhead = max_overhead
         self.status_extra = dict(status_extra or {})
         self.tally = Tally(tuple(sampler.phases), target.dim, samples_capacity,
@@ -299,7 +302,7 @@ class Runner:
 
     def _loop(self, stop: StopRequest, bar: _Progress, wall_start: float):
         """Advance block by block until a stop condition; returns (state, reason)."""
-        n, rate = 16, None
+        n, rate, free = 16, None, 16  # free: the block size before a checkpoint shortens it
         cost = {"density": 1.0, "grad": 1.0}  # evaluations per iteration, latest block
         while True:
             # a checkpoint that is due is written first, also right after a resume: a run
@@ -315,8 +318,8 @@ class Runner:
             if reason is not None:
                 return "complete", reason
             if rate is not None:  # ~block_seconds long, not far past the next checkpoint or the end
-                horizon = self.schedule.seconds_left()
-                n = int(max(1, min(rate * self.block_seconds, rate * horizon + 1, 4 * max(n, 1))))
+                free = int(max(1, min(rate * self.block_seconds, 4 * free)))
+                n = int(max(1, min(free, rate * self.schedule.seconds_left() + 1)))
             n = min(n, self.schedule.iterations_left(cost))
             block, cost = self._advance(n, cost)
             if stop.requested:
@@ -351,6 +354,17 @@ class Runner:
         if "kl" in self.latest:
             post["kl"] = f"{self.latest['kl']:.3g}"
         return post
+
+
+def sampler_block_seconds(sampler) -> float:
+    """The sampler's ``ckam_block_seconds`` (0 when it has none), checked: a number in [0, 60]."""
+    value = getattr(sampler, "ckam_block_seconds", 0.0)
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not 0.0 <= value <= 60.0):
+        cls = type(sampler)
+        raise PluginError(f"{cls.__module__}.{cls.__qualname__}.ckam_block_seconds must be a number of "
+                          f"seconds in [0, 60], got {value!r}")
+    return float(value)
 
 
 def _pin_numba(threads: int) -> dict:

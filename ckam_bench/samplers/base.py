@@ -166,6 +166,12 @@ class Sampler:
     resumable: bool = True
     """False for a sampler whose chain state cannot be saved (a library's sampler running on
     its own thread): the runner restarts a killed run of it from the first iteration."""
+    ckam_block_seconds: float = 0.0
+    """The shortest block, in sampler seconds, this sampler asks to be advanced in: the runner
+    uses the larger of it and the run's ``block_seconds``. For a sampler whose ``advance``
+    leaves a compiled library loop for Python at a fixed cost per call (the JAX peers: a
+    dispatch, a copy of the records, cold caches afterwards), so that its harness cost per
+    gradient stays its library's own. 0: the run's ``block_seconds``."""
 
     def init(self, target: Target, x0, rng: np.random.Generator):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement init")
