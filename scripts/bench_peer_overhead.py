@@ -2,8 +2,8 @@
 library's users run it, against the same peer inside the harness (``sampler=<peer>``).
 
 For each model (posteriordb's mesquite, kidscore_interaction and arK as PyMC targets, and the
-built-in logistic_german) and each peer, side by side in one process, alternating,
-``--repeats`` times after one untimed run of each:
+built-in logistic_german) and each peer, side by side in one process, in ``--repeats`` ABBA
+quadruples (direct, harness, harness, direct) after one untimed run of each:
 
 * **direct** — the library as its users run it:
   - nutpie on a PyMC model: ``nutpie.compile_pymc_model(model, backend="numba")`` then
@@ -24,7 +24,12 @@ CPU time per gradient = process CPU seconds (the libraries compute on threads of
 gradient evaluations (nutpie direct: its Σ n_steps; JAX peers: Σ leapfrog steps + 1; harness:
 the run's ``n_grad``). The process is pinned to one core before JAX starts (``--no-pin`` not to):
 unpinned, XLA's CPU runtime spreads some executions of a compiled loop over its thread pool and
-the same executable's CPU time per gradient varies up to 3x between runs. Goal: harness / direct ≤ 1.10 for every peer and model. The load
+the same executable's CPU time per gradient varies up to 3x between runs. Pinned and idle, this
+virtual machine's speed still drifts: one compiled BlackJAX run on logistic_german, repeated
+in one process, took 26.0-26.7 µs per gradient four times, then 31-37.6 (user time only, no
+system time, no other process), so the ratio is taken within each quadruple, where a drift of
+seconds cancels, and the table gives the median ratio and its range over the quadruples.
+Goal: harness / direct ≤ 1.10 for every peer and model. The load
 average is printed at the start and the end: publish figures only from an idle machine
 (load average < 1.5 on 2 cores); under load the CPU time per gradient is inflated and noisy.
 
@@ -213,7 +218,9 @@ def ours(w):
 
 
 def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_ours=True) -> list[dict]:
-    """Per peer: medians over ``repeats`` alternating pairs of CPU µs per gradient."""
+    """Per peer: CPU µs per gradient, medians over ``repeats`` ABBA quadruples (direct, harness,
+    harness, direct), and the harness / direct ratio as the median over the quadruples of
+    (h₁ + h₂) / (d₁ + d₂), which cancels a drift of the machine's speed within a quadruple."""
     target = make_target(model)
     rows = []
     for name, make in PEERS.items():
@@ -228,17 +235,23 @@ def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_o
                           else direct_blackjax(target, warmup, draws))
         make(warmup).warm_up(target)
         run_direct()  # compiles, first-run costs
-        d, h = [], []
+        d, h, ratios = [], [], []
         with tempfile.TemporaryDirectory() as tmp:
             harness(make, target, warmup, draws, Path(tmp) / "warm")
-            for r in range(repeats):
-                cpu, grads = run_direct()
-                d.append(cpu / grads * 1e6)
-                cpu, grads, density = harness(make, target, warmup, draws, Path(tmp) / f"h{r}")
-                h.append(cpu / grads * 1e6)
+            for r in range(repeats):  # ABBA: direct, harness, harness, direct
+                quad = []
+                for i, kind in enumerate("dhhd"):
+                    if kind == "d":
+                        cpu, grads = run_direct()
+                    else:
+                        cpu, grads, density = harness(make, target, warmup, draws, Path(tmp) / f"h{r}{i}")
+                    quad.append(cpu / grads * 1e6)
+                d += [quad[0], quad[3]]
+                h += [quad[1], quad[2]]
+                ratios.append((quad[1] + quad[2]) / (quad[0] + quad[3]))
         rows.append({"model": model, "peer": name, "direct_us_per_grad": float(np.median(d)),
-                     "harness_us_per_grad": float(np.median(h)),
-                     "ratio": float(np.median(h) / np.median(d)), "density": density})
+                     "harness_us_per_grad": float(np.median(h)), "ratio": float(np.median(ratios)),
+                     "ratio_range": [float(min(ratios)), float(max(ratios))], "density": density})
     if with_ours:
         with tempfile.TemporaryDirectory() as tmp:
             harness(ours, target, warmup, draws, Path(tmp) / "warm")
@@ -247,7 +260,8 @@ def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_o
                 cpu, grads, _ = harness(ours, target, warmup, draws, Path(tmp) / f"o{r}")
                 h.append(cpu / grads * 1e6)
         rows.append({"model": model, "peer": "nuts (ours)", "direct_us_per_grad": float("nan"),
-                     "harness_us_per_grad": float(np.median(h)), "ratio": float("nan"), "density": ""})
+                     "harness_us_per_grad": float(np.median(h)), "ratio": float("nan"),
+                     "ratio_range": [float("nan")] * 2, "density": ""})
     return rows
 
 
@@ -268,14 +282,15 @@ def main() -> None:
           f"CPUs this process may use: {sorted(os.sched_getaffinity(0))}")
     if load[0] >= 1.5:
         print("WARNING: the machine is loaded (load average >= 1.5): do not publish these timings")
-    print("| model | peer | direct CPU µs/grad | harness CPU µs/grad | harness / direct | nutpie's density |")
+    print("| model | peer | direct CPU µs/grad | harness CPU µs/grad | harness / direct (range) | nutpie's density |")
     print("|---|---|---|---|---|---|")
     rows = []
     for model in args.models:
         for row in measure(model, args.warmup, args.draws, args.repeats, args.peers, not args.no_ours):
             rows.append(row)
             print(f"| {row['model']} | {row['peer']} | {row['direct_us_per_grad']:.2f} | "
-                  f"{row['harness_us_per_grad']:.2f} | {row['ratio']:.3f} | {row['density']} |", flush=True)
+                  f"{row['harness_us_per_grad']:.2f} | {row['ratio']:.3f} ({row['ratio_range'][0]:.2f}-"
+                  f"{row['ratio_range'][1]:.2f}) | {row['density']} |", flush=True)
     end = os.getloadavg()
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in end)}")
     if args.json:
