@@ -188,7 +188,8 @@ def test_suite_entries_match_their_files():
 
 
 def test_the_suite_experiment_sweeps_the_whole_suite():
-    """conf/experiment/posteriordb.yaml sweeps target.model over every suite model, in SUITE's order."""
+    """conf/experiment/posteriordb.yaml sweeps target.model over every suite model, in the suite's
+    order (SUITE's, then the high-dimensional ones with a reference)."""
     from pathlib import Path
 
     import yaml
@@ -198,7 +199,9 @@ def test_the_suite_experiment_sweeps_the_whole_suite():
     conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "experiment" / "posteriordb.yaml").read_text())
     assert conf["posteriordb"]["subset"] == "all"
     assert conf["hydra"]["sweeper"]["params"]["target.model"] == "${posteriordb_models:${posteriordb.subset}}"
-    assert posteriordb_models("all").split(",") == [p.model for p in SUITE.values()]
+    from ckam_bench.posteriordb.subset import suite
+
+    assert posteriordb_models("all").split(",") == [p.model for p in suite()]
 
 
 def test_garch_variance_recursion_is_stans_loop():
@@ -439,10 +442,12 @@ def test_suite_sweep_end_to_end(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     statuses = [json.loads(p.read_text()) for p in tmp_path.glob("*/status.json")]
-    assert len(statuses) == len(SUITE)
+    from ckam_bench.posteriordb.subset import suite
+
+    assert len(statuses) == len(suite())
     assert all(s["metrics_info"]["moments"]["truth"] == "reference" for s in statuses)
     out = tables(load_results(tmp_path))
-    assert len(out) == len(SUITE) + 1 and all(len(t.rows) == 1 for t in out)
+    assert len(out) == len(suite()) + 1 and all(len(t.rows) == 1 for t in out)
 
 
 def test_build_converts_posteriordb_files_atomically(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 from ckam_bench.commands.config import posteriordb_models
 from ckam_bench.commands.overrides import problem
 from ckam_bench.posteriordb import CHARACTERS, SUITE
-from ckam_bench.posteriordb.subset import SubsetError, select
+from ckam_bench.posteriordb.subset import SubsetError, select, suite
 from ckam_bench.commands.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,21 +21,23 @@ def names(subset):
 
 
 def test_terms_choose_by_name_glob_function_character_and_dimension():
-    everything = list(SUITE)
+    chosen = {p.name: p for p in suite()}  # SUITE and the high-dimensional ones with a reference
+    everything = list(chosen)
+    assert everything[:len(SUITE)] == list(SUITE)
     assert names(None) == names("all") == names(["all"]) == everything
     assert names(["mesquite-mesquite"]) == names(["mesquite"]) == ["mesquite-mesquite"]
     assert names(["eight_schools-*"]) == [n for n in everything if n.startswith("eight_schools-")]
-    for character in {p.character for p in SUITE.values()}:
-        assert names([character]) == [p.name for p in SUITE.values() if p.character == character]
-    assert set(CHARACTERS) >= {p.character for p in SUITE.values()}
+    for character in {p.character for p in chosen.values()}:
+        assert names([character]) == [p.name for p in chosen.values() if p.character == character]
+    assert set(CHARACTERS) >= {p.character for p in chosen.values()}
     # names and characters are a union; dimension ranges cut it (bounds included)
-    small = [p.name for p in SUITE.values() if p.dim <= 5]
+    small = [p.name for p in chosen.values() if p.dim <= 5]
     assert names(["dim:..5"]) == small
     assert names(["regression", "dim:..5"]) == [
-        p.name for p in SUITE.values() if p.character == "regression" and p.dim <= 5]
-    dims = sorted({p.dim for p in SUITE.values()})
+        p.name for p in chosen.values() if p.character == "regression" and p.dim <= 5]
+    dims = sorted({p.dim for p in chosen.values()})
     d = dims[len(dims) // 2]
-    assert names([f"dim:{d}"]) == [p.name for p in SUITE.values() if p.dim == d]
+    assert names([f"dim:{d}"]) == [p.name for p in chosen.values() if p.dim == d]
     assert names([f"dim:{d}..", f"dim:..{d}"]) == names([f"dim:{d}"])
     assert names(["mesquite", "eight_schools-*"]) == [
         n for n in everything if n == "mesquite-mesquite" or n.startswith("eight_schools-")]

@@ -369,18 +369,37 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
 
 
 def posteriordb_rows(overrides=()) -> list[tuple[str, str, str]]:
-    """(posterior, what makes it a test, capabilities) for every posterior of the suite, or of
-    the ``posteriordb.subset=[...]`` among ``overrides``."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
+    """(posterior, what makes it a test, capabilities: dims, character, whose reference it is,
+    the command) for every posterior of the suite, or of the ``posteriordb.subset=[...]`` among
+    ``overrides``."""
+    from ckam_bench.posteriordb.subset import reference_status
     from ckam_bench.posteriordb.subset import select
+
+    return [(p.name, p.note, f"d={p.dim}, {p.character}, {reference_status(p.name).describe()}; "
+             f"target=pymc target.model={p.model}") for p in select(_subset(overrides))]
+
+
+def posteriordb_unreferenced(overrides=()) -> list[tuple[str, str, str]]:
+    """The registered posteriors without a reference (never run by default), each with why;
+    none when ``overrides`` choose a subset (that list shows what the subset chooses)."""
+    from ckam_bench.posteriordb import registered
+    from ckam_bench.posteriordb.subset import reference_status
+
+    if _subset(overrides) is not None:
+        return []
+    return [(p.name, p.note, f"d={p.dim}, {p.character}, {reference_status(p.name).describe()}; "
+             f"target=pymc target.model={p.model}")
+            for p in registered().values() if not reference_status(p.name).found]
+
+
+def _subset(overrides):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     subset = None
     for o in OverridesParser.create().parse_overrides(list(overrides)):
         if o.key_or_group == "posteriordb.subset":
             subset = o.value()
-    return [(p.name, p.note, f"d={p.dim}, {p.character}, posteriordb reference draws; "
-             f"target=pymc target.model={p.model}") for p in select(subset)]
+    return subset
 
 
 def _print_rows(title: str, rows, out) -> None:
@@ -406,6 +425,9 @@ def print_list(groups=LISTS, out=sys.stdout, overrides=()) -> None:
                 rows = (posteriordb_rows(overrides) if group == "posteriordb"
                         else entries(group, [o for o in overrides if not o.startswith("posteriordb.")]))
                 _print_rows(group, rows, out)
+                unreferenced = posteriordb_unreferenced(overrides) if group == "posteriordb" else []
+                if unreferenced:
+                    _print_rows("posteriordb without a reference, not run by default", unreferenced, out)
 
 
 def list_command(args: list[str]) -> int:

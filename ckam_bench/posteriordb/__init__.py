@@ -3,7 +3,12 @@ posteriordb) that have reference draws, written as PyMC models equal to their St
 posteriordb's data and reference draws shipped as package data (``data/``, ``reference/``;
 sources, licences and transformations in ``SOURCES.md``; nothing is downloaded at run time).
 :data:`SUITE` lists them (with each one's character and dims), :data:`NOT_SHIPPED` the reference
-sets of posteriordb left out and why.
+sets of posteriordb left out and why. posteriordb posteriors without posteriordb draws are
+registered in :data:`ckam_bench.posteriordb.highdim.HIGHDIM`, their reference one the harness
+certified (:attr:`Posterior.reference_source`); :func:`registered` lists both, and the suite that
+``experiment=posteriordb`` runs (:func:`ckam_bench.posteriordb.subset.suite`) is every posterior
+whose reference is found (:func:`ckam_bench.posteriordb.subset.reference_status`: posteriordb's
+draws, or a certified reference file for the target).
 
 Each model is the function ``ckam_bench.posteriordb.models:<function>`` returning a
 ``pymc.Model`` (``ckam-bench target=pymc target.model=ckam_bench.posteriordb.models:diamonds``).
@@ -30,6 +35,11 @@ POSTERIORDB_COMMIT = "28f8d3d6e975315f42aa274a8399f21e07a43b30"
 CHARACTERS = ("regression", "hierarchical", "time series", "GP", "mixture", "HMM", "ODE")
 """The kinds of posterior in the suite (:attr:`Posterior.character`)."""
 
+POSTERIORDB, HARNESS = "posteriordb", "harness"
+REFERENCE_SOURCES = {POSTERIORDB: "posteriordb's reference draws",
+                     HARNESS: "a reference the harness certified"}
+"""Whose reference a posterior has (:attr:`Posterior.reference_source`), and how it is said."""
+
 
 @dataclass(frozen=True)
 class Posterior:
@@ -47,6 +57,12 @@ class Posterior:
     """what makes it a test."""
     reference_of: str | None = None
     """the posteriordb posterior whose reference draws it shares, when not its own."""
+    reference_source: str = POSTERIORDB
+    """whose reference it is (:data:`REFERENCE_SOURCES`): ``"posteriordb"``, posteriordb's draws
+    shipped as ``reference/<reference>.npz``; ``"harness"``, a reference the harness certified,
+    found under the target's reference id (``ckam_bench/data/references/``, else the user's
+    cache) — or none yet, which :func:`ckam_bench.posteriordb.subset.reference_status` tells
+    from the files."""
 
     @property
     def data(self) -> str:
@@ -195,9 +211,18 @@ def reference_columns(reference_name: str) -> dict[str, np.ndarray]:
     return out
 
 
+def registered() -> dict[str, Posterior]:
+    """Every posterior the suite knows, in its order: :data:`SUITE` (posteriordb's draws), then
+    :data:`~ckam_bench.posteriordb.highdim.HIGHDIM` (references the harness certified, or none
+    yet)."""
+    from ckam_bench.posteriordb.highdim import HIGHDIM
+
+    return {**SUITE, **HIGHDIM}
+
+
 def suite_name(model_spec: str) -> str | None:
-    """The posteriordb name of a ``target.model`` string of the suite, else None."""
-    return next((p.name for p in SUITE.values() if p.model == model_spec), None)
+    """The posteriordb name of a ``target.model`` string of a registered posterior, else None."""
+    return next((p.name for p in registered().values() if p.model == model_spec), None)
 
 
 _REFERENCES: dict = {}
@@ -205,10 +230,12 @@ _REFERENCES: dict = {}
 
 def reference_for(target):
     """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference_lookup.
-    Reference`) of a ``target=pymc`` target running a suite model on its shipped data; None for
-    any other target (another model, or other data through ``target.data``)."""
+    Reference`) of a ``target=pymc`` target running a model of :data:`SUITE` on its shipped data;
+    None for any other target (another model, other data through ``target.data``, or a posterior
+    whose reference the harness certified: that one is found by the target's reference id)."""
     name = suite_name(getattr(target, "spec", None))
-    if name is None or getattr(target, "data_file", None) is not None:
+    if name is None or getattr(target, "data_file", None) is not None \
+            or registered()[name].reference_source != POSTERIORDB:
         return None
     from ckam_bench.posteriordb.models import harness_reference
     from ckam_bench.reference_lookup import Reference

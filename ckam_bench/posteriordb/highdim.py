@@ -10,26 +10,33 @@ no PyMC.
 
 from __future__ import annotations
 
-from ckam_bench.posteriordb import Posterior
+from ckam_bench.posteriordb import HARNESS, Posterior
 
 _P = Posterior
 HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
     _P("radon_mn-radon_variable_intercept_slope_noncentered", "radon_variable_intercept_slope_noncentered",
        "hierarchical", 175,
-       "Gaussian varying intercepts and slopes, non-centred, 85 Minnesota counties (919 homes)"),
+       "Gaussian varying intercepts and slopes, non-centred, 85 Minnesota counties (919 homes)",
+       reference_source=HARNESS),
     _P("irt_2pl-irt_2pl", "irt_2pl", "hierarchical", 144,
        "2PL item response: Bernoulli-logit, 100 abilities x 20 items, positive lognormal "
-       "discriminations under a learned scale, products a_i (theta_j - b_i)"),
+       "discriminations under a learned scale, products a_i (theta_j - b_i)",
+       reference_source=HARNESS),
     _P("GLMM_data-GLMM1_model", "glmm1", "hierarchical", 237,
-       "Poisson GLMM of bird counts, centred site effects (235 sites, 2072 counts), bounded sd"),
+       "Poisson GLMM of bird counts, centred site effects (235 sites, 2072 counts), bounded sd",
+       reference_source=HARNESS),
     _P("radon_mod-radon_county", "radon_county", "hierarchical", 389,
-       "centred Gaussian intercepts of 386 counties (12573 homes), many with 1-5 homes"),
+       "centred Gaussian intercepts of 386 counties (12573 homes), many with 1-5 homes",
+       reference_source=HARNESS),
     _P("election88-election88_full", "election88_full", "hierarchical", 90,
        "hierarchical logistic regression, five crossed centred effects (4 to 51 levels), "
-       "11566 respondents, flat uniform(0, 100) scales"),
+       "11566 respondents, flat uniform(0, 100) scales",
+       reference_source=HARNESS),
 )}
 """posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference`` is unused: no
-posteriordb draws; the reference is the shipped harness reference of the target)."""
+posteriordb draws; ``reference_source`` is ``HARNESS``: the reference is the one the harness
+certified for the target; :func:`ckam_bench.posteriordb.subset.reference_status` tells whether
+it is shipped, and the suite runs those whose reference is)."""
 
 DATA_KEYS: dict[str, tuple[str, ...]] = {
     "radon_mn": ("N", "J", "county_idx", "floor_measure", "log_radon"),

@@ -32,7 +32,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.transforms import ordered
 
-from ckam_bench.posteriordb import POSTERIORDB_COMMIT, SUITE, load_data, reference_columns
+from ckam_bench.posteriordb import POSTERIORDB, POSTERIORDB_COMMIT, SUITE, load_data, reference_columns, registered
+from ckam_bench.posteriordb.subset import reference_status
 from ckam_bench.posteriordb.hierarchical import (  # noqa: F401  (re-exported: highdim.HIGHDIM's target.model)
     election88_full, glmm1, irt_2pl, radon_county, radon_variable_intercept_slope_noncentered)
 from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: the suite's target.model)
@@ -257,10 +258,34 @@ _FROM_REFERENCE = {
 
 
 def reference_values(name: str) -> dict[str, np.ndarray]:
-    """posteriordb's reference draws of posterior ``name`` as the model's free variables on the
-    constrained scale: ``{variable name: (n, *shape)}``, chains concatenated."""
-    ref = reference_columns(SUITE[name].reference)
-    return _FROM_REFERENCE.get(name, lambda r: r)(ref)
+    """The reference draws of posterior ``name`` as the model's free variables on the
+    constrained scale: ``{variable name: (n, *shape)}``, chains concatenated. posteriordb's
+    draws for a posterior of :data:`SUITE`; for one whose reference the harness certified, that
+    reference's stored draws mapped from the target's unconstrained coordinates (LookupError
+    when it has none: :func:`ckam_bench.posteriordb.subset.reference_status`)."""
+    if registered()[name].reference_source == POSTERIORDB:
+        ref = reference_columns(SUITE[name].reference)
+        return _FROM_REFERENCE.get(name, lambda r: r)(ref)
+    return _certified_values(name)
+
+
+def _certified_values(name: str) -> dict[str, np.ndarray]:
+    from ckam_bench.reference_lookup import read_reference
+
+    status = reference_status(name)
+    if not status.found:
+        raise LookupError(f"{name}: no reference ({status.reason})")
+    model = globals()[registered()[name].function]()
+    u = read_reference(status.path).samples
+    point = model.initial_point()
+    shapes = [np.shape(point[v.name]) for v in model.value_vars]
+    bounds = np.cumsum([0] + [int(np.prod(shape, dtype=np.int64)) for shape in shapes])
+    if u.shape[1] != bounds[-1]:
+        raise ValueError(f"{name}: the reference has {u.shape[1]} coordinates, the model {bounds[-1]}")
+    backward = _backward_transform(model)
+    rows = [backward(*[row[a:b].reshape(shape) for a, b, shape in zip(bounds, bounds[1:], shapes)])
+            for row in u]
+    return {rv.name: np.array([r[k] for r in rows]) for k, rv in enumerate(model.free_RVs)}
 
 
 def unconstrained_reference(name: str, model: pm.Model | None = None) -> tuple[list[str], np.ndarray]:
@@ -288,6 +313,14 @@ def _forward_transform(model: pm.Model):
     return pytensor.function(inputs, outputs, on_unused_input="ignore")
 
 
+def _backward_transform(model: pm.Model):
+    """Compiled map from the value variables (unconstrained) to the free variables (constrained)."""
+    import pytensor
+
+    outputs = model.replace_rvs_by_values(model.free_RVs)
+    return pytensor.function(model.value_vars, outputs, on_unused_input="ignore")
+
+
 def harness_reference(name: str, target) -> tuple[dict, dict]:
     """posteriordb's reference draws of ``name`` as a certified reference sample of the harness
     (:mod:`ckam_bench.checks.reference`'s format; write it with
@@ -299,6 +332,9 @@ def harness_reference(name: str, target) -> tuple[dict, dict]:
     10 000 thinned draws meet only on average. Returns (certificate, arrays)."""
     from ckam_bench.reference_lookup import diagnose
 
+    if registered()[name].reference_source != POSTERIORDB:
+        raise ValueError(f"{name} has no posteriordb draws: its reference is the one the harness "
+                         "certified, found by the target's reference id")
     posterior = SUITE[name]
     _, u = unconstrained_reference(name)
     if u.shape[1] != target.dim:

@@ -1,5 +1,11 @@
 """Choosing posteriors of the suite by name, character or dimension (``posteriordb.subset``).
 
+The candidates are the posteriors of :func:`suite`: every registered
+posterior (posteriordb's draws, :data:`~ckam_bench.posteriordb.SUITE`, and the high-dimensional
+ones, :data:`~ckam_bench.posteriordb.highdim.HIGHDIM`) whose reference is found. One without a
+reference (:func:`reference_status`) is chosen only by its exact name or
+model function, never by ``all``, a wildcard, a character or a dimension range.
+
 A subset is a list of terms; a posterior is chosen when it matches any *name or character* term
 (all posteriors when there is none) and every *dimension* term:
 
@@ -7,9 +13,9 @@ A subset is a list of terms; a posterior is chosen when it matches any *name or 
   ``logmesquite``, ``nes*``, ``earnings-*``;
 * a character (:data:`ckam_bench.posteriordb.CHARACTERS`): ``regression``, ``hierarchical``,
   ``time series`` …;
-* a dimension range, bounds included: ``dim:..10`` (at most 10), ``dim:50..500``, ``dim:100..``
-  (at least 100), ``dim:5`` (exactly 5);
-* ``all``: every posterior.
+* a dimension range, bounds included: ``dim:..10`` (at most 10), ``dim:50..`` (at least 50: the
+  high-dimensional ones), ``dim:50..500``, ``dim:5`` (exactly 5);
+* ``all``: every posterior with a reference.
 
 On the command line the list is written in brackets, so Hydra does not sweep over its commas::
 
@@ -25,8 +31,97 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
 
 _RANGE = re.compile(r"^dim:(?:(\d+)|(\d*)\.\.(\d*))$")
+
+
+@dataclass(frozen=True)
+class ReferenceStatus:
+    """Where a registered posterior's reference is (:func:`reference_status`)."""
+
+    source: str
+    """:attr:`ckam_bench.posteriordb.Posterior.reference_source`."""
+    path: Path | None
+    """the reference file; None when there is none."""
+    reason: str
+    """why there is none ("" when there is one)."""
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None
+
+    def describe(self) -> str:
+        """One phrase for ``ckam-bench list``: the reference's source and file, or why none."""
+        if not self.found:
+            return f"no reference ({self.reason}): not run by default"
+        from ckam_bench.posteriordb import HARNESS, POSTERIORDB, REFERENCE_SOURCES
+        from ckam_bench.reference_lookup import SHIPPED
+
+        if self.source == POSTERIORDB:
+            return REFERENCE_SOURCES[POSTERIORDB]
+        where = f"shipped {self.path.name}" if self.path.parent == SHIPPED else f"cached {self.path}"
+        return f"{REFERENCE_SOURCES[HARNESS]}, {where}"
+
+
+def reference_status(name: str) -> ReferenceStatus:
+    """Whether posterior ``name`` of :func:`ckam_bench.posteriordb.registered` has its reference,
+    from the files as they are now: posteriordb's draws ``reference/<reference>.npz``; for a
+    harness reference, a certified file of the target's reference id in the shipped references
+    or the user's cache (:func:`ckam_bench.reference_lookup.find_reference`, read by
+    ``read_reference``, which refuses an uncertified one). Building the target to know its id
+    needs PyMC (once per process and posterior)."""
+    from ckam_bench.posteriordb import HARNESS, POSTERIORDB, REFERENCE_DIR, registered
+    from ckam_bench.reference_lookup import find_reference
+
+    posterior = registered()[name]
+    if posterior.reference_source == POSTERIORDB:
+        path = REFERENCE_DIR / f"{posterior.reference}.npz"
+        return ReferenceStatus(POSTERIORDB, path if path.is_file() else None,
+                               "" if path.is_file() else f"{path} is missing")
+    try:
+        reference_id, dim = _target_id(posterior.model)
+    except ImportError as exc:
+        return ReferenceStatus(HARNESS, None, f"its target needs PyMC ({exc})")
+    path = find_reference(SimpleNamespace(reference_id=lambda: reference_id))
+    if path is None:
+        return ReferenceStatus(HARNESS, None, f"no certified {reference_id}.npz shipped or cached")
+    stat = path.stat()
+    why = _uncertified(path, stat.st_mtime_ns, stat.st_size, dim)
+    return ReferenceStatus(HARNESS, None if why else path, why)
+
+
+@lru_cache(maxsize=None)
+def _target_id(model: str) -> tuple[str, int]:
+    """(reference id, dim) of the ``target=pymc`` target of ``model``."""
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(model)
+    return target.reference_id(), target.dim
+
+
+@lru_cache(maxsize=None)
+def _uncertified(path: Path, _mtime_ns: int, _size: int, dim: int) -> str:
+    """Why the reference file is not a certified one of dimension ``dim``; "" when it is."""
+    from ckam_bench.reference_lookup import read_reference
+
+    try:
+        read_reference(path, dim)
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+def suite() -> list:
+    """The posteriors ``experiment=posteriordb`` runs by default: every registered posterior
+    whose reference is found (:func:`reference_status`), in
+    :func:`~ckam_bench.posteriordb.registered`'s order."""
+    from ckam_bench.posteriordb import registered
+
+    return [p for p in registered().values() if reference_status(p.name).found]
 
 
 class SubsetError(ValueError):
@@ -47,9 +142,10 @@ def _terms(subset) -> list[str]:
 def select(subset=None) -> list:
     """The suite's :class:`~ckam_bench.posteriordb.Posterior` entries chosen by ``subset`` (a
     term or a list of terms, see the module docstring), in the suite's order."""
-    from ckam_bench.posteriordb import CHARACTERS, SUITE
+    from ckam_bench.posteriordb import CHARACTERS, registered
 
-    posteriors = list(SUITE.values())
+    everything = list(registered().values())
+    posteriors = suite()
     chosen: set[str] = set()
     bounds = []
     any_name = False
@@ -71,8 +167,9 @@ def select(subset=None) -> list:
         else:
             matched = {p.name for p in posteriors
                        if fnmatch.fnmatchcase(p.name, term) or fnmatch.fnmatchcase(p.function, term)}
+            matched |= {p.name for p in everything if term in (p.name, p.function)}
         if not matched:
-            names = [p.name for p in posteriors] + [p.function for p in posteriors] + list(CHARACTERS)
+            names = [p.name for p in everything] + [p.function for p in everything] + list(CHARACTERS)
             close = difflib.get_close_matches(term, names, n=3, cutoff=0.6)
             hint = f" — did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise SubsetError(f"posteriordb.subset: {term!r} matches no posterior{hint} "
@@ -80,7 +177,7 @@ def select(subset=None) -> list:
         chosen |= matched
     if not any_name:
         chosen = {p.name for p in posteriors}
-    out = [p for p in posteriors if p.name in chosen
+    out = [p for p in everything if p.name in chosen
            and all(lo <= p.dim and (hi is None or p.dim <= hi) for lo, hi in bounds)]
     if not out:
         raise SubsetError(f"posteriordb.subset: {list(_terms(subset))!r} selects no posterior")

@@ -8,13 +8,14 @@ rank-normalised split R-hat over the seeds (n/a with one seed). The variables ar
 own (a PyMC target stores them on the constrained scale in ``samples.parquet``: ``mu``,
 ``tau``, ``theta[3]``), else the target's coordinates ``x[0] … x[d-1]``.
 
-**Reference and z.** Where a reference of the model's variables exists — posteriordb's
-reference draws of a suite model on its shipped data
-(:func:`ckam_bench.posteriordb.models.reference_values`, the free variables on the constrained
-scale) — the table adds the reference mean and sd and z = (mean − reference mean) / √(MCSE² + SE²), the MCSE of the
+**Reference and z.** Where a reference of the model's variables exists — for a suite model
+on its shipped data, posteriordb's reference draws, or for a high-dimensional one the stored
+draws of the reference the harness certified for its target, mapped to the constrained scale
+(:func:`ckam_bench.posteriordb.models.reference_values`, the free variables) — the table adds the reference mean and sd and z = (mean − reference mean) / √(MCSE² + SE²), the MCSE of the
 mean (arviz-stats, over the seeds) combined with the reference mean's standard error
 (reference sd / √(reference draws)): |z| much above 3 says the sampler's mean is off by more
-than both Monte Carlo errors. Deterministics have no reference (blank).
+than both Monte Carlo errors. Deterministics have no reference (blank); a suite posterior
+without a reference has blank reference columns and a note saying why.
 
 At most :data:`MAX_ROWS` variables per block (the first ones; a note says how many were left
 out).
@@ -85,8 +86,34 @@ def reference_of(group: Group) -> tuple[dict[str, tuple[float, float]], str]:
     draws = reference_draws(group)
     if not draws:
         return {}, ""
+    name = _suite(group)
     return ({k: (float(v.mean()), float(v.std()), len(v)) for k, v in draws.items()},
-            f"posteriordb's reference draws of {_suite(group)}")
+            _source(name))
+
+
+def _source(name: str) -> str:
+    from ckam_bench.posteriordb import HARNESS, registered
+    from ckam_bench.posteriordb.subset import reference_status
+
+    posterior = registered().get(name)
+    if posterior is not None and posterior.reference_source == HARNESS:
+        return f"the reference the harness certified for {name} ({reference_status(name).path.name})"
+    return f"posteriordb's reference draws of {name}"
+
+
+def _missing(group: Group) -> str | None:
+    """A note when the group's model is a suite posterior without a reference, else None."""
+    from ckam_bench.posteriordb import registered
+    from ckam_bench.posteriordb.subset import reference_status
+
+    name = _suite(group)
+    if name is None or name not in registered():
+        return None
+    try:
+        status = reference_status(name)
+    except Exception as exc:  # its model cannot be built here: no reference
+        return f"no reference for {name} ({type(exc).__name__}: {exc})"
+    return None if status.found else f"no reference for {name} ({status.reason})"
 
 
 def group_summary(group: Group):
@@ -125,6 +152,8 @@ def posterior_table(results: Results, target: str) -> Table | None:
         reference, source = reference_of(group)
         if source:
             sources.add(source)
+        elif (missing := _missing(group)) and missing not in notes:
+            notes.append(missing)
         one_seed = len(group.runs) < 2
         names = list(summary.index)
         named = named or not all(n.startswith("x[") for n in names)

@@ -1,13 +1,17 @@
 r"""The posteriordb suite report: samplers ranked per posterior and over the suite.
 
 Runs of ``experiment=posteriordb`` (a ``target=pymc`` target whose ``target.model`` is a model
-of :data:`ckam_bench.posteriordb.SUITE`) are grouped per posterior and sampler configuration
-(:meth:`ckam_bench.report.aggregate.Results.groups`). Per run:
+of a posterior of :func:`ckam_bench.posteriordb.registered`) are grouped per posterior and
+sampler configuration (:meth:`ckam_bench.report.aggregate.Results.groups`). The reference of a
+posterior is posteriordb's draws, or for a high-dimensional one (``reference_source``
+``"harness"``) the reference the harness certified for its target
+(:func:`ckam_bench.posteriordb.subset.reference_status`); a posterior without one is reported
+"no reference", never passed. Per run:
 
 * **evaluations to accuracy** (:func:`run_evaluations`; the tables show gradient and density
   evaluations apart): the run's gradient evaluations (its density evaluations when it
   evaluated no gradient) at the first checkpoint from which the standardised squared bias
-  :math:`b^2` of E[x] and E[x²] against posteriordb's reference stays below 0.01
+  :math:`b^2` of E[x] and E[x²] against the reference stays below 0.01
   (:func:`ckam_bench.report.ranking.cost_to_accuracy`); ∞ when the last checkpoint is not
   below, with the reason: ``stuck`` or ``diverging`` (non-finite proposals or state) when the
   runner flagged the run, else ``out of budget``;
@@ -66,12 +70,39 @@ def _posterior(run: StoredRun) -> str | None:
     return suite_name(target.get("model"))
 
 
-@lru_cache(maxsize=None)
-def _reference_moments(name: str) -> tuple[np.ndarray, np.ndarray]:
-    from ckam_bench.posteriordb.models import unconstrained_reference
+def reference_missing(name: str) -> str | None:
+    """Why posterior ``name`` has no reference (:func:`ckam_bench.posteriordb.subset.reference_status`),
+    None when it has one (or is no registered posterior)."""
+    from ckam_bench.posteriordb import registered
+    from ckam_bench.posteriordb.subset import reference_status
 
-    _, u = unconstrained_reference(name)
-    return u.mean(axis=0), u.std(axis=0)
+    if name not in registered():
+        return None
+    status = reference_status(name)
+    return None if status.found else status.reason
+
+
+def _reference_moments(name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(mean, sd) per unconstrained coordinate of the posterior's reference; None without one."""
+    from ckam_bench.posteriordb.subset import reference_status
+
+    status = reference_status(name)
+    return _moments(name, status.source, status.path) if status.found else None
+
+
+@lru_cache(maxsize=None)
+def _moments(name: str, source: str, path) -> tuple[np.ndarray, np.ndarray]:
+    from ckam_bench.posteriordb import POSTERIORDB
+
+    if source == POSTERIORDB:
+        from ckam_bench.posteriordb.models import unconstrained_reference
+
+        _, u = unconstrained_reference(name)
+        return u.mean(axis=0), u.std(axis=0)
+    from ckam_bench.reference_lookup import read_reference
+
+    reference = read_reference(path)  # moments of every draw of the certified chains
+    return reference.mean, np.sqrt(reference.variance)
 
 
 def run_evaluations(run: StoredRun) -> tuple[float, str]:
@@ -119,12 +150,15 @@ def kept_draws(run: StoredRun, samples) -> np.ndarray:
 
 def run_passes(run: StoredRun, name: str) -> bool | None:
     """Means within 0.1 reference sd and sds within 10 % on every coordinate; None without
-    stored draws."""
+    stored draws or without a reference."""
     samples = run.samples()
     if samples is None or samples.empty:
         return None
+    moments = _reference_moments(name)
+    if moments is None:
+        return None
     x = kept_draws(run, samples)
-    mean, sd = _reference_moments(name)
+    mean, sd = moments
     if x.shape[1] != mean.size:
         return None
     if x.shape[0] == 0:
@@ -185,25 +219,29 @@ def suite_labels(configs: dict) -> dict[str, str]:
 
 
 def reference_check(group) -> str | None:
-    """The report flag of a suite group that fails posteriordb's reference (a sentence), else
+    """The report flag of a suite group that fails its posterior's reference (a sentence), else
     None (registered in :data:`ckam_bench.report.ranking.GROUP_CHECKS`, so the per-target
-    ranking and the suite's tables rank it alike)."""
+    ranking and the suite's tables rank it alike); None without a reference."""
     names = {_posterior(r) for r in group.runs}
     if len(names) != 1 or None in names:
         return None
     name = names.pop()
+    if reference_missing(name) is not None:
+        return None
     passes = [run_passes(r, name) for r in group.runs]
     failed = passes.count(False)
     if not failed:
         return None
-    return (f"fails posteriordb's reference on {failed}/{len(passes)} seeds (a mean more than "
+    return (f"fails the reference on {failed}/{len(passes)} seeds (a mean more than "
             f"{MEAN_TOL:g} reference sd off or an sd more than {SD_TOL:.0%} off)")
 
 
 ranking.GROUP_CHECKS["fails the reference"] = reference_check
 
 
-def _verdict(passes) -> str:
+def _verdict(passes, missing=None) -> str:
+    if missing is not None:
+        return "no reference"
     if any(p is None for p in passes):
         return "n/a"
     return "pass" if all(passes) else f"fail ({passes.count(False)}/{len(passes)} seeds)"
@@ -231,6 +269,7 @@ def tables(results: Results, settings=None) -> list[Table]:
     out, ranks, passed, wins = [], {}, {}, {}
     for name in sorted(per_posterior):
         groups = per_posterior[name]
+        missing = reference_missing(name)
         order = ranking.Order(groups, getattr(settings, "rank_by", None))
         verdict, top_note = order.top_two(label=lambda g: labels[config_key(g)])
         body, keys = [], []
@@ -253,14 +292,14 @@ def tables(results: Results, settings=None) -> list[Table]:
             if i == 0 and verdict and decided != "tie":
                 decided = f"{decided} ({verdict})"
             body.append([str(rank), label, str(len(group.runs)), grads[0], dens[0], secs[0], b2[0],
-                         _verdict(passes), decided])
+                         _verdict(passes, missing), decided])
             keys.append([rank, None, len(group.runs), grads[1], dens[1], secs[1], b2[1], None, None])
             ranks.setdefault(key, []).append(rank)
-            passed[key] = passed.get(key, 0) + (_verdict(passes) == "pass")
+            passed[key] = passed.get(key, 0) + (_verdict(passes, missing) == "pass")
             wins[key] = wins.get(key, 0) + (rank == 1)
         primary = ranking.HEADERS.get(order.primary, "n/a")
         notes = [f"ranked by the per-target ranking's rule (ranking_<target>): a configuration "
-                 f"flagged by the runner or by the report's checks (failing posteriordb's "
+                 f"flagged by the runner or by the report's checks (failing the posterior's "
                  f"reference is one: {MEAN_TOL:g} reference sd on a mean, {SD_TOL:.0%} on an sd, "
                  f"after the warm-up b² leaves out, on every unconstrained coordinate) ranks "
                  f"last, then {primary}, ties to "
@@ -270,6 +309,9 @@ def tables(results: Results, settings=None) -> list[Table]:
                  "gradient-free sampler's gradient column is '–'); '≤ v': already below at the "
                  "first checkpoint (censored)"]
         notes += [top_note] if top_note else []
+        if missing is not None:
+            notes.append(f"no reference for {name} ({missing}): b² and pass/fail are not "
+                         "computed, 'no reference' is never a pass")
         checked = [(g, order.checks[g.key]) for g in groups if order.checks[g.key]]
         if checked:
             notes.append(f"{FLAG_MARK} " + "; ".join(
