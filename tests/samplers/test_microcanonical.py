@@ -6,9 +6,6 @@ MCLMC's bias, resume, the missing extra, declining targets."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -20,6 +17,7 @@ from ckam_bench.samplers import blackjax_lowrank, microcanonical
 from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr
 from ckam_bench.targets.mixtures import gmm2d
 from tests.samplers.invariance import assert_stationary
+from tests.samplers.test_peers import _counted_target  # gauss2d_corr counting its JAX evaluations
 
 jax = pytest.importorskip("jax")  # the optional extra; CI installs it
 blackjax = pytest.importorskip("blackjax")
@@ -29,26 +27,6 @@ FAST = {"mams": lambda **k: microcanonical.MAMS(**{"num_steps": 1000, **k}),
         "blackjax_nuts_lowrank": lambda **k: blackjax_lowrank.BlackJAXNUTSLowRank(**{"burn_in": 200, **k}),
         "blackjax_nuts_fisher": lambda **k: blackjax_lowrank.BlackJAXNUTSFisher(**{"burn_in": 200, **k})}
 GAUSS = gauss2d_corr()  # one instance: the JAX peers compile once per target instance
-
-
-class _CountedGaussian(type(gauss2d_corr())):
-    """gauss2d_corr whose JAX density counts its own evaluations (a host callback per call)."""
-
-    def jax_log_density(self):
-        f, counter = super().jax_log_density(), self.counter
-
-        def counted(x):
-            jax.debug.callback(lambda: counter.append(1))
-            return f(x)
-
-        return counted
-
-
-def _counted_target():
-    target = _CountedGaussian.__new__(_CountedGaussian)
-    target.__dict__.update(gauss2d_corr().__dict__)
-    target.counter = []
-    return target
 
 
 def _standard_gaussian(dim):
@@ -190,21 +168,6 @@ def test_targets_without_a_jax_density_or_with_one_dimension_are_declined():
     for name in ("mams", "mclmc"):
         skip, why = FAST[name]().skip(_standard_gaussian(1))
         assert skip and "2 dimensions" in why
-
-
-@pytest.mark.parametrize("name, module", [("mams", "blackjax"), ("mclmc", "jax"),
-                                          ("blackjax_nuts_lowrank", "blackjax")])
-def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
-    run = tmp_path / "run"
-    script = (f"import sys; sys.modules[{module!r}] = None; "
-              f"sys.argv = ['ckam-bench', 'sampler={name}', 'target=gauss2d_corr', 'hydra.run.dir={run}']; "
-              f"from ckam_bench.commands.cli import main; main()")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=300)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and 'pip install "ckam-bench[peers]"' in lines[0], proc.stderr
-    assert not run.exists()
 
 
 def _run(folder, sampler, budget, checkpoints):

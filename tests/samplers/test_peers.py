@@ -409,7 +409,8 @@ def test_killed_run_resumes_with_the_uninterrupted_result(name, tmp_path):
 
 # ---------------------------------------------------------------------------- missing extra, CLI
 @pytest.mark.parametrize("name, module", [("numpyro_nuts", "numpyro"), ("blackjax_nuts", "blackjax"),
-                                          ("nutpie", "nutpie"), ("numpyro_nuts", "jax")])
+                                          ("nutpie", "nutpie"), ("numpyro_nuts", "jax"), ("mams", "blackjax"),
+                                          ("mclmc", "jax"), ("blackjax_nuts_lowrank", "blackjax")])
 def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
     run = tmp_path / "run"
     script = (f"import sys; sys.modules[{module!r}] = None; "
