@@ -48,6 +48,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from ckam_bench.posteriordb.highdim import HIGHDIM, spec
+from tests.test_posteriordb_models import _logp_dlogp  # the suite's (logp, dlogp) at rows of draws
 
 NAMES = list(HIGHDIM)
 SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
@@ -184,24 +185,6 @@ def constrained(model, u: np.ndarray) -> dict:
 
 
 # ---------------------------------------------------------------------------- the proofs
-def _logp_dlogp(model):
-    import pytensor
-    from pymc.pytensorf import join_nonshared_inputs
-
-    (logp, dlogp), x = join_nonshared_inputs(model.initial_point(),
-                                             [model.logp(jacobian=True), model.dlogp(jacobian=True)],
-                                             model.value_vars)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        point = pytensor.function([x], [logp, dlogp])
-
-    def rows(u):
-        values = [point(row) for row in u]
-        return np.array([v[0] for v in values]), np.array([v[1] for v in values])
-
-    return rows
-
-
 @functools.lru_cache(maxsize=None)
 def _case(name):
     from ckam_bench.posteriordb import models
