@@ -32,6 +32,14 @@ HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
        "hierarchical logistic regression, five crossed centred effects (4 to 51 levels), "
        "11566 respondents, flat uniform(0, 100) scales",
        reference_source=HARNESS),
+    _P("radon_all-radon_county_intercept", "radon_all_county_intercept", "regression", 388,
+       "no-pooling Gaussian regression at scale: 386 free county intercepts under a fixed "
+       "normal(0, 10) prior and a floor slope (12573 homes of all states, many counties with 1-5)",
+       reference_source=HARNESS),
+    _P("radon_mn-radon_county_intercept", "radon_county_intercept", "regression", 87,
+       "no-pooling Gaussian regression: 85 free county intercepts under a fixed normal(0, 10) "
+       "prior and a floor slope (919 homes, 1-116 per county), no hierarchy",
+       reference_source=HARNESS),
 )}
 """posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference`` is unused: no
 posteriordb draws; ``reference_source`` is ``HARNESS``: the reference is the one the harness
@@ -45,6 +53,7 @@ DATA_KEYS: dict[str, tuple[str, ...]] = {
     "radon_mod": ("N", "J", "county", "y"),
     "election88": ("N", "n_age", "n_age_edu", "n_edu", "n_region_full", "n_state", "age", "age_edu",
                    "black", "edu", "female", "region_full", "state", "v_prev_full", "y"),
+    "radon_all": ("N", "J", "county_idx", "floor_measure", "log_radon"),
 }
 """The keys of each posteriordb data set that its Stan program's data block declares (the
 others, e.g. radon_mod's unused ``x``, ``u``, ``holdout``, are not shipped)."""
