@@ -14,9 +14,10 @@ its constraint transforms) differs from the model's by a constant to 1e-8 at a f
 The reference and its second route were made by this module run as a script (a maintainer's
 command, never at test time)::
 
-    nice -n 5 python -m tests.test_posteriordb_highdim build <posteriordb name> [draws [target_accept [route 2 draws]]]
+    nice -n 5 python -m tests.test_posteriordb_highdim build <posteriordb name> [draws [target_accept [route 2 draws [lowrank]]]]
 
-route 1: nutpie (diagonal mass matrix, its default adaptation; 10 chains of ``draws`` after 1000
+route 1: nutpie (diagonal mass matrix, its default adaptation, or with ``lowrank`` its low-rank
+modified mass matrix; 10 chains of ``draws`` after 1000
 tuning draws, one chain at a time, starts target.start + N(0, I) drawn by
 ``numpy.random.default_rng([0, c])`` as ``ckam-bench-reference`` draws them), certified by
 ``ckam-bench-reference``'s own :func:`~ckam_bench.checks.reference.certify_runs` (posteriordb's
@@ -52,7 +53,8 @@ from tests.test_posteriordb_models import _logp_dlogp  # the suite's (logp, dlog
 
 NAMES = list(HIGHDIM)
 SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
-                 "radon_mod-radon_county", "radon_mn-radon_county_intercept", "radon_all-radon_county_intercept"]
+                 "radon_mod-radon_county", "radon_mn-radon_county_intercept", "radon_all-radon_county_intercept",
+                 "rstan_downloads-prophet"]
 """the posteriors whose references are shipped (every test below runs over them)."""
 NO_REFERENCE_YET = {
     "irt_2pl-irt_2pl": "nutpie leaves divergences after tuning at every target accept tried (10 "
@@ -162,6 +164,24 @@ def stan_radon_county_intercept(data_name, v):
     return target
 
 
+def stan_prophet(v):
+    d = _data("rstan_downloads")
+    T, S, t, t_change = int(d["T"]), int(d["S"]), d["t"], d["t_change"]
+    A, a_row, cp_idx = np.zeros((T, S)), np.zeros(S), 0  # get_changepoint_matrix, Stan's loop
+    for i in range(T):
+        while cp_idx < S and t[i] >= t_change[cp_idx]:
+            a_row[cp_idx] = 1
+            cp_idx += 1
+        A[i] = a_row
+    assert int(d["trend_indicator"]) == 0
+    target = lognorm(v["k"], 0, 5) + lognorm(v["m"], 0, 5)
+    target += stats.laplace.logpdf(v["delta"], 0, d["tau"]).sum()
+    target += _halfnormal_jac(v["sigma_obs"], 0.5) + lognorm(v["beta"], 0, d["sigmas"]).sum()
+    trend = (v["k"] + A @ v["delta"]) * t + (v["m"] + A @ (-t_change * v["delta"]))
+    mu = trend * (1 + d["X"] @ (v["beta"] * d["s_m"])) + d["X"] @ (v["beta"] * d["s_a"])
+    return target + lognorm(d["y"], mu, v["sigma_obs"]).sum()
+
+
 STAN_NUMPY = {
     "radon_mn-radon_variable_intercept_slope_noncentered": stan_radon_variable_intercept_slope_noncentered,
     "irt_2pl-irt_2pl": stan_irt_2pl,
@@ -170,6 +190,7 @@ STAN_NUMPY = {
     "election88-election88_full": stan_election88_full,
     "radon_mn-radon_county_intercept": functools.partial(stan_radon_county_intercept, "radon_mn"),
     "radon_all-radon_county_intercept": functools.partial(stan_radon_county_intercept, "radon_all"),
+    "rstan_downloads-prophet": stan_prophet,
 }
 BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_y": 100.0, **{f"sigma_{g}": 100.0 for g in "bcde"}}
 """upper bounds of the interval-constrained parameters (names shared by the models using them:
@@ -301,9 +322,26 @@ def _tilt_intercept_prior(model):
     return (pm.logp(pm.Normal.dist(0.0, 1.0), a) - pm.logp(pm.Normal.dist(0.0, 10.0), a)).sum()
 
 
+def _tilt_continuous_trend(model):
+    """prophet: the trend's offsets ``A * (-t_change .* delta)`` dropped, so the trend jumps at
+    the changepoints (the likelihood of y under that mean minus the right one)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    d = _data("rstan_downloads")
+    assert not d["s_m"].any()  # no multiplicative term in this data
+    A = (d["t"][:, None] >= d["t_change"][None, :]).astype(float)
+    k, m, delta, sigma, beta = (model[v] for v in ("k", "m", "delta", "sigma_obs", "beta"))
+    season = pt.dot(d["X"], beta * d["s_a"])
+    right = (k + pt.dot(A, delta)) * d["t"] + m + pt.dot(A, -d["t_change"] * delta) + season
+    wrong = (k + pt.dot(A, delta)) * d["t"] + m + season
+    return (pm.logp(pm.Normal.dist(wrong, sigma), d["y"]) - pm.logp(pm.Normal.dist(right, sigma), d["y"])).sum()
+
+
 @pytest.mark.parametrize("name, tilt", [
     ("radon_mn-radon_variable_intercept_slope_noncentered", _tilt_prior_scale),
     ("radon_mn-radon_county_intercept", _tilt_intercept_prior),
+    ("rstan_downloads-prophet", _tilt_continuous_trend),
 ])
 def test_identities_detect_a_wrong_model(name, tilt):
     """A wrong prior scale fails the identities on the same draws (and the numpy density differs
@@ -326,13 +364,13 @@ def test_identities_detect_a_wrong_model(name, tilt):
 
 
 def test_every_posterior_has_a_model_data_and_a_numpy_density():
-    """Nothing drops out silently: the registry is these seven, each with its model function,
+    """Nothing drops out silently: the registry is these eight, each with its model function,
     data file, dimension and independent density."""
     from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, models
 
     assert sorted(HIGHDIM) == sorted(STAN_NUMPY) == sorted([*SHIPPED_NAMES, *NO_REFERENCE_YET])
     assert sorted(_shipped(NAMES)) == sorted(SHIPPED_NAMES)  # a reference per listed name, no other
-    assert len(HIGHDIM) == 7 and all(50 <= p.dim <= 500 for p in HIGHDIM.values())
+    assert len(HIGHDIM) == 8 and all(50 <= p.dim <= 500 for p in HIGHDIM.values())
     for name, p in HIGHDIM.items():
         assert p.character in CHARACTERS and callable(getattr(models, p.function))
         assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
@@ -420,8 +458,9 @@ def _mcse_sd(held):
     return c.reshape(-1, c.shape[-1]).std(axis=0) / np.sqrt(ess) / (2 * held.std(axis=(0, 1)))
 
 
-def route1(name, draws, chains=10, seed=0, target_accept=0.8):
-    """nutpie, ``chains`` chains one after another; returns (target, runs, cost, held)."""
+def route1(name, draws, chains=10, seed=0, target_accept=0.8, mass_matrix="diag"):
+    """nutpie, ``chains`` chains one after another, its diagonal or (``mass_matrix="low rank"``)
+    low-rank modified mass matrix; returns (target, runs, cost)."""
     import nutpie
 
     from ckam_bench.checks.reference import ChainRun, overdispersed_start
@@ -438,7 +477,8 @@ def route1(name, draws, chains=10, seed=0, target_accept=0.8):
         c0, w0 = time.process_time(), time.time()
         tr = nutpie.sample(compiled, draws=draws, tune=NUTPIE_TUNE, chains=1, cores=1,
                            seed=int(rng.integers(2**63)), progress_bar=False, init_mean=x0,
-                           target_accept=target_accept, store_unconstrained=True)
+                           target_accept=target_accept, store_unconstrained=True,
+                           low_rank_modified_mass_matrix=mass_matrix == "low rank")
         sec, wall = time.process_time() - c0, wall + time.time() - w0
         st, wst = tr.sample_stats, tr.warmup_sample_stats
         held = np.asarray(st["unconstrained_draw"].values[0], float)
@@ -486,18 +526,18 @@ def second_route(name, ref_or_none=None, draws=5000):
             "cpu_seconds": time.process_time() - c0, "gradients": int(target.n_grad - g0), "machine": MACHINE}
 
 
-def build(name, draws, target_accept=0.8, route2_draws=5000):
+def build(name, draws, target_accept=0.8, route2_draws=5000, mass_matrix="diag"):
     import shutil
     import tempfile
 
     from ckam_bench.checks.reference import certify_runs, store_reference
     from ckam_bench.reference_lookup import SHIPPED
 
-    target, runs, cost = route1(name, draws, target_accept=target_accept)
+    target, runs, cost = route1(name, draws, target_accept=target_accept, mass_matrix=mass_matrix)
     ok, why, certificate, arrays = certify_runs(
         target, runs, burn_in=NUTPIE_TUNE, iterations=draws, max_draws=20_000, stored_draws=100,
         sampler_name="nutpie", settings={"library": "nutpie", "tune": NUTPIE_TUNE, "target_accept": target_accept,
-                                         "mass_matrix": "diag", "chains run": "one at a time, cores=1"})
+                                         "mass_matrix": mass_matrix, "chains run": "one at a time, cores=1"})
     d = certificate["diagnostics"]
     print(f"{name}: certified={certificate['certified']} {why} R-hat {d['rhat_max']:.4f} bulk {d['ess_bulk_min']:.0f} "
           f"tail {d['ess_tail_min']:.0f} {cost}", file=sys.stderr, flush=True)
@@ -526,4 +566,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         sys.exit(build(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000,
                        float(sys.argv[4]) if len(sys.argv) > 4 else 0.8,
-                       int(sys.argv[5]) if len(sys.argv) > 5 else 5000))
+                       int(sys.argv[5]) if len(sys.argv) > 5 else 5000,
+                       "low rank" if len(sys.argv) > 6 and sys.argv[6] == "lowrank" else "diag"))

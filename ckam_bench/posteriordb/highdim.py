@@ -40,6 +40,10 @@ HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
        "no-pooling Gaussian regression: 85 free county intercepts under a fixed normal(0, 10) "
        "prior and a floor slope (919 homes, 1-116 per county), no hierarchy",
        reference_source=HARNESS),
+    _P("rstan_downloads-prophet", "prophet", "time series", 62,
+       "prophet's structural time series: a linear trend with 25 changepoints under a "
+       "Laplace(0, 0.05) prior plus 34 seasonal Fourier terms, 1169 days, Gaussian noise",
+       reference_source=HARNESS),
 )}
 """posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference`` is unused: no
 posteriordb draws; ``reference_source`` is ``HARNESS``: the reference is the one the harness
@@ -54,6 +58,8 @@ DATA_KEYS: dict[str, tuple[str, ...]] = {
     "election88": ("N", "n_age", "n_age_edu", "n_edu", "n_region_full", "n_state", "age", "age_edu",
                    "black", "edu", "female", "region_full", "state", "v_prev_full", "y"),
     "radon_all": ("N", "J", "county_idx", "floor_measure", "log_radon"),
+    "rstan_downloads": ("T", "K", "t", "cap", "y", "S", "t_change", "X", "sigmas", "tau", "trend_indicator", "s_a",
+                        "s_m"),
 }
 """The keys of each posteriordb data set that its Stan program's data block declares (the
 others, e.g. radon_mod's unused ``x``, ``u``, ``holdout``, are not shipped)."""
