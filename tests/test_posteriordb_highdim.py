@@ -1,5 +1,5 @@
 """posteriordb posteriors of 50-500 dimensions without posteriordb reference draws
-(ckam_bench/posteriordb/highdim.py, models in hierarchical.py and unpooled.py): each model equals its Stan
+(ckam_bench/posteriordb/highdim.py, models in hierarchical.py, unpooled.py, structural.py): each model equals its Stan
 program, and its shipped reference is certified, found by the target, and agrees with a second,
 independent route.
 
