@@ -130,14 +130,20 @@ def test_last_releases_plugin_runs_from_the_command_line(tmp_path):
     assert any(line.startswith("complete") for line in out.stderr.splitlines())
 
 
-def test_a_run_that_fails_says_so_in_one_line(tmp_path):
-    conf = tmp_path / "conf" / "target"
+def _cli_with_own_config(tmp_path, group, name, cls, other):
+    """ckam-bench with ``group=name``, a YAML of this module's class ``cls`` found through
+    ``hydra.searchpath``, and ``other`` for the other group; the run folder is ``tmp_path/run``."""
+    conf = tmp_path / "conf" / group
     conf.mkdir(parents=True)
-    (conf / "bad_columns.yaml").write_text("_target_: tests.test_plugin_hooks._BadColumns\n")
+    (conf / f"{name}.yaml").write_text(f"_target_: tests.test_plugin_hooks.{cls}\n")
     args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path / 'run'}",
             f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
-            "progress=false", "target=bad_columns", "sampler=rw"]
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+            "progress=false", f"{group}={name}", other]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_run_that_fails_says_so_in_one_line(tmp_path):
+    out = _cli_with_own_config(tmp_path, "target", "bad_columns", "_BadColumns", "sampler=rw")
     assert out.returncode == 1
     assert "Traceback" not in out.stderr
     last = out.stderr.strip().splitlines()[-1]
@@ -198,13 +204,7 @@ def test_a_malformed_block_seconds_is_one_line_naming_the_plugin(tmp_path, value
 
 
 def test_a_malformed_block_seconds_from_the_command_line_exits_2_creating_nothing(tmp_path):
-    conf = tmp_path / "conf" / "sampler"
-    conf.mkdir(parents=True)
-    (conf / "bad_blocks.yaml").write_text("_target_: tests.test_plugin_hooks._BadBlocks\nscale: 1.0\n")
-    args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path / 'run'}",
-            f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
-            "progress=false", "target=gauss2d_corr", "sampler=bad_blocks"]
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = _cli_with_own_config(tmp_path, "sampler", "bad_blocks", "_BadBlocks", "target=gauss2d_corr")
     assert out.returncode == 2, out.stderr[-2000:]
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "ckam_block_seconds" in lines[0], lines
