@@ -15,7 +15,11 @@ draws of the reference the harness certified for its target, mapped to the const
 mean (arviz-stats, over the seeds) combined with the reference mean's standard error
 (reference sd / √(reference draws)): |z| much above 3 says the sampler's mean is off by more
 than both Monte Carlo errors. Deterministics have no reference (blank); a suite posterior
-without a reference has blank reference columns and a note saying why.
+without a reference has blank reference columns and a note saying why; a table in which no
+variable has a reference (a user's model) has no reference columns.
+
+The blocks come in the ranking's order (:class:`ckam_bench.report.ranking.Order`, the same
+``rank_by``), so the first block is the ranking's first row.
 
 At most :data:`MAX_ROWS` variables per block (the first ones; a note says how many were left
 out).
@@ -29,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from ckam_bench.report.aggregate import Group, Results
+from ckam_bench.report.ranking import Order
 from ckam_bench.report.tables import NA, Table, statistic
 
 MAX_ROWS = 40
@@ -137,11 +142,13 @@ def group_summary(group: Group):
     return summary
 
 
-def posterior_table(results: Results, target: str) -> Table | None:
-    """The per-variable table of ``target`` (module docstring); None without stored samples."""
+def posterior_table(results: Results, target: str, rank_by: str | None = None) -> Table | None:
+    """The per-variable table of ``target`` (module docstring), its blocks in the ranking's
+    order (``rank_by`` as in :func:`~ckam_bench.report.ranking.ranking_table`), the reference
+    columns only when some variable has a reference; None without stored samples."""
     rows, keys, notes, sources = [], [], [], set()
     named = False
-    for group in results.groups(target):
+    for group in Order(results.groups(target), rank_by).ordered:
         try:
             summary = group_summary(group)
         except Exception as exc:  # seeds whose stored samples do not line up
@@ -177,6 +184,10 @@ def posterior_table(results: Results, target: str) -> Table | None:
                          abs(z) if math.isfinite(z) else None])
     if not rows:
         return None
+    header = HEADER
+    if not sources:  # no reference anywhere: no empty columns
+        header = HEADER[:-3]
+        rows, keys = [r[:-3] for r in rows], [k[:-3] for k in keys]
     scale = ("the model's variables on the constrained scale, under the model's names"
              if named else "the target's coordinates")
     notes = [f"{scale}; per configuration (one block per sampler), the seeds as chains aligned "
@@ -189,15 +200,16 @@ def posterior_table(results: Results, target: str) -> Table | None:
                      "off by more than both Monte Carlo errors); deterministics have no "
                      "reference")
     return Table(title=f"Posterior on {target}, per variable (the seeds of a configuration as "
-                       "chains)", stem=f"posterior_{target}", header=HEADER,
-                 latex_header=HEADER, rows=rows, notes=notes, sort_keys=keys)
+                       "chains)", stem=f"posterior_{target}", header=header,
+                 latex_header=header, rows=rows, notes=notes, sort_keys=keys)
 
 
-def tables(results: Results) -> list[Table]:
-    """One posterior table per target with stored samples."""
-    out = []
-    for target in results.targets:
-        table = posterior_table(results, target)
-        if table is not None:
-            out.append(table)
-    return out
+def tables(results: Results, settings=None) -> list[Table]:
+    """One posterior table per target with stored samples (``settings.rank_by``: the ranking's
+    first key, which orders the blocks)."""
+    rank_by = getattr(settings, "rank_by", None)
+    return [table for target in results.targets
+            if (table := posterior_table(results, target, rank_by)) is not None]
+
+
+tables.wants_settings = True
