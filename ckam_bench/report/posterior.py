@@ -192,7 +192,10 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
              if named else "the target's coordinates")
     notes = [f"{scale}; per configuration (one block per sampler), the seeds as chains aligned "
              "on collected iterations: mean, sd, 5 % and 95 % quantiles, bulk and tail ESS and "
-             "rank-normalised split R-hat from arviz-stats (arviz's summary)"] + notes
+             "rank-normalised split R-hat from arviz-stats (arviz's summary); computed on the "
+             "stored draws (thinned to samples.parquet's capacity, over the seeds' common range "
+             "of collected iterations), so its ESS is of those draws, not the whole-chain ESS "
+             "the ranking uses"] + notes
     if sources:
         notes.append("reference: " + "; ".join(sorted(sources)) + "; z = (mean − reference "
                      "mean) / √(MCSE² + reference sd² / reference draws), the sampler's MCSE of "
