@@ -9,10 +9,9 @@ harness under the same budgets, clocks, checkpoints, metrics and reports as ever
   to ``from_pyfunc`` (a Python call per evaluation). It runs on every target with a gradient.
 * :class:`NumPyroNUTS` — NumPyro's NUTS on the potential −log π with Stan's windowed adaptation
   of a diagonal mass matrix and the step size (``num_warmup`` = ``burn_in``).
-* :class:`BlackJAXNUTS` — BlackJAX's NUTS kernel with Stan's window adaptation assembled from
-  BlackJAX's own pieces (its schedule ``build_schedule``, ``dual_averaging_adaptation`` and
-  ``mass_matrix_adaptation``, combined as its ``window_adaptation`` does), advanced one
-  iteration at a time so warm-up runs in blocks too.
+* :class:`BlackJAXNUTS` — BlackJAX's NUTS with Stan's window adaptation from BlackJAX's own
+  pieces (``build_schedule``, ``dual_averaging_adaptation``, ``mass_matrix_adaptation``, as its
+  ``window_adaptation`` combines them), one iteration at a time so warm-up runs in blocks too.
 
 The two JAX peers need a JAX log density (:meth:`Target.jax_log_density`,
 :mod:`ckam_bench.targets.jax_densities`) and decline other targets with one line. All three
@@ -29,23 +28,22 @@ peer's imports and compilation (JAX's; nutpie's model and callbacks) run in ``wa
 the sampler clock; its time is the run's ``warmup_seconds``), once per target instance and
 configuration in a process.
 
-**Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to ``CAPACITY`` iterations per call
-(the count is a traced argument: one compilation serves every block size); its state — the
-library's state, the adaptation state and the PRNG key — is a tree of arrays held in the chain
-state (on the device between blocks), so a checkpoint saves it and a resumed run continues the
-same chain. Both libraries compute on threads other than the caller's, which the runner's CPU
-clock counts (it measures the whole process). nutpie's sampler runs on its own thread: the density callback holds it (a blocking read of a pipe) until
-``advance`` grants it ``n`` more draws, and the expansion callback (called once per draw) hands
-each draw back and wakes ``advance`` when the ``n``-th is done, so a block is exactly ``n`` draws
-and nutpie is paused between blocks. nutpie's chain state cannot be saved, so a killed nutpie run
-restarts from its first iteration (``resumable = False``; the status records ``restarted``)
-instead of mixing two chains into one trace. nutpie keeps its own record of every draw's
-statistics in memory (about 150 bytes a draw) for the life of the run.
+**Blocks.** A JAX peer runs a jitted ``lax.fori_loop`` of up to :func:`capacity` iterations per
+call (the count a traced argument: one compilation for every block size); its state (library
+state, adaptation state, PRNG key) is a tree of arrays in the chain state, so a checkpoint saves
+it and a resumed run continues the same chain. The libraries compute on threads of their own,
+which the runner's CPU clock counts (it measures the whole process). nutpie's sampler runs on its
+own thread: the density callback holds it (a blocking read of a pipe) until ``advance`` grants
+it ``n`` more draws, and the expansion callback (once per draw) hands each draw back and wakes
+``advance`` at the ``n``-th, so a block is exactly ``n`` draws and nutpie pauses between blocks.
+nutpie's chain state cannot be saved: a killed nutpie run restarts from its first iteration
+(``resumable = False``; the status records ``restarted``), never mixing two chains in one
+trace. nutpie keeps every draw's statistics in memory (~150 bytes a draw) for the run's life.
 
-Each peer is the optional extra ``peers`` (``pip install "ckam-bench[peers]"``); without it the
-sampler's constructor raises one line saying what to install. ``describe()`` names the library
-and its version (``library``, in ``status.json``'s ``sampler_info``; the report's labels show it).
-JAX runs in float64 (``jax_enable_x64`` is switched on when a JAX peer is built).
+Each peer is the optional extra ``peers``; without it the constructor raises one line saying
+what to install. ``describe()`` names the library and its version (``status.json``'s
+``sampler_info``; the report's labels). JAX runs in float64 (``jax_enable_x64``, set when a JAX
+peer is built).
 """
 
 from __future__ import annotations
@@ -65,9 +63,15 @@ from ckam_bench.targets.base import Target
 
 PHASES = ("burn_in", "sampling")
 EXTRA = 'pip install "ckam-bench[peers]"'
-CAPACITY = 512
-"""Iterations per call of a JAX peer's compiled block (a block of n runs ⌈n / CAPACITY⌉ calls)."""
 MAX_DEPTH = 14
+CAPACITY, BUFFER_BYTES = 4096, 32 * 2**20
+
+
+def capacity(dim: int) -> int:
+    """Iterations per call of a JAX peer's compiled block: up to CAPACITY (a call costs ~1-2 ms
+    besides its iterations; 512 made 7 calls per 0.25 s block on logistic_german), its record of
+    draws (rows x dim) under BUFFER_BYTES."""
+    return int(min(CAPACITY, max(64, BUFFER_BYTES // (8 * dim))))
 
 
 def require(module: str, library: str):
@@ -162,6 +166,7 @@ class _JaxPeer(Sampler):
         if key not in cache:
             jax = _jax()
             init, step = self._functions(target)
+            rows = capacity(target.dim)
 
             def block(carry, n):
                 def body(i, val):
@@ -170,7 +175,7 @@ class _JaxPeer(Sampler):
                     return carry, {k: out[k].at[i].set(v) for k, v in rec.items()}
 
                 _, rec = jax.eval_shape(step, carry)
-                out = {k: jax.numpy.zeros((CAPACITY,) + v.shape, v.dtype) for k, v in rec.items()}
+                out = {k: jax.numpy.zeros((rows,) + v.shape, v.dtype) for k, v in rec.items()}
                 return jax.lax.fori_loop(0, n, body, (carry, out))
 
             init, block = jax.jit(init), jax.jit(block)
@@ -205,7 +210,7 @@ class _JaxPeer(Sampler):
                                                              for k in sorted(state.library_state)])
         pieces, done = [], 0
         while done < n:
-            m = min(CAPACITY, n - done)
+            m = min(capacity(self.target.dim), n - done)
             carry, out = self._block(carry, np.int64(m))  # the state stays on the device
             pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
             done += m
@@ -275,11 +280,7 @@ class _JaxNUTS(_JaxPeer):
 
 class NumPyroNUTS(_JaxNUTS):
     """NumPyro's NUTS (multinomial, generalised U-turn) with a diagonal mass matrix and step size
-    adapted in Stan's windows during ``burn_in`` warm-up iterations.
-
-    step_size : initial step size; burn_in : warm-up iterations (not collected);
-    target_accept : dual averaging's target; max_depth : maximum tree depth.
-    """
+    adapted in Stan's windows during ``burn_in`` warm-up iterations (settings: :class:`_JaxNUTS`)."""
 
     name = "numpyro_nuts"
     distribution = "numpyro"
@@ -312,11 +313,8 @@ class NumPyroNUTS(_JaxNUTS):
 class BlackJAXNUTS(_JaxNUTS):
     """BlackJAX's NUTS kernel with Stan's window adaptation (diagonal inverse mass matrix and
     dual-averaged step size, BlackJAX's schedule and estimators) during ``burn_in`` iterations;
-    afterwards the averaged step size and the last window's mass matrix are fixed.
-
-    step_size : initial step size (BlackJAX's default 1.0); burn_in : warm-up iterations;
-    target_accept : dual averaging's target; max_depth : maximum number of tree doublings.
-    """
+    afterwards the averaged step size and the last window's mass matrix are fixed (settings:
+    :class:`_JaxNUTS`; BlackJAX's default initial step size is 1.0)."""
 
     name = "blackjax_nuts"
     distribution = "blackjax"
