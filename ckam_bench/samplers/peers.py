@@ -208,9 +208,9 @@ class _JaxPeer(Sampler):
         jax = _jax()
         carry = jax.tree_util.tree_unflatten(self._treedef, [state.library_state[k]
                                                              for k in sorted(state.library_state)])
-        pieces, done = [], 0
+        pieces, done, rows = [], 0, capacity(self.target.dim)
         while done < n:
-            m = min(capacity(self.target.dim), n - done)
+            m = min(rows, n - done)
             carry, out = self._block(carry, np.int64(m))  # the state stays on the device
             pieces.append({k: v[:m] for k, v in jax.device_get(out).items()})
             done += m
