@@ -29,7 +29,10 @@ virtual machine's speed still drifts: one compiled BlackJAX run on logistic_germ
 in one process, took 26.0-26.7 µs per gradient four times, then 31-37.6 (user time only, no
 system time, no other process), so the ratio is taken within each quadruple, where a drift of
 seconds cancels, and the table gives the median ratio and its range over the quadruples.
-Goal: harness / direct ≤ 1.10 for every peer and model. The load
+One quadruple's ratio spreads by ±0.15-0.25 here, so a model's median of a few is known to
+about ±0.05; the verdict per peer is the median over all its quadruples on all models, printed
+with its 95 % distribution-free (sign-test) interval.
+Goal: harness / direct ≤ 1.10 for every peer. The load
 average is printed at the start and the end: publish figures only from an idle machine
 (load average < 1.5 on 2 cores); under load the CPU time per gradient is inflated and noisy.
 
@@ -251,7 +254,8 @@ def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_o
                 ratios.append((quad[1] + quad[2]) / (quad[0] + quad[3]))
         rows.append({"model": model, "peer": name, "direct_us_per_grad": float(np.median(d)),
                      "harness_us_per_grad": float(np.median(h)), "ratio": float(np.median(ratios)),
-                     "ratio_range": [float(min(ratios)), float(max(ratios))], "density": density})
+                     "ratio_range": [float(min(ratios)), float(max(ratios))], "ratios": ratios,
+                     "density": density})
     if with_ours:
         with tempfile.TemporaryDirectory() as tmp:
             harness(ours, target, warmup, draws, Path(tmp) / "warm")
@@ -263,6 +267,35 @@ def measure(model: str, warmup: int, draws: int, repeats: int, only=None, with_o
                      "harness_us_per_grad": float(np.median(h)), "ratio": float("nan"),
                      "ratio_range": [float("nan")] * 2, "density": ""})
     return rows
+
+
+def median_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """The median of ``values`` and a distribution-free confidence interval for the population
+    median: order statistics (k, n + 1 - k) with k the largest such that P(Binomial(n, 1/2) < k)
+    <= (1 - level) / 2 (the sign test's interval; NaN bounds when n is too small for ``level``)."""
+    from scipy.stats import binom
+
+    x = np.sort(np.asarray(values, float))
+    n = x.size
+    k = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(B <= k - 1) <= alpha/2 for this k
+    while k > 0 and binom.cdf(k - 1, n, 0.5) > (1 - level) / 2:
+        k -= 1
+    if k < 1:
+        return float(np.median(x)), float("nan"), float("nan")
+    return float(np.median(x)), float(x[k - 1]), float(x[n - k])
+
+
+def pooled(rows) -> list[str]:
+    """Per peer: the median harness / direct over every quadruple of every model, with its 95 %
+    interval: the verdict on the 1.1x goal, which one model's few quadruples cannot settle."""
+    lines = []
+    for peer in dict.fromkeys(r["peer"] for r in rows if r.get("ratios")):
+        values = [v for r in rows if r["peer"] == peer for v in r.get("ratios", [])]
+        mid, lo, hi = median_interval(values)
+        models = sum(r["peer"] == peer for r in rows)
+        lines.append(f"{peer}: pooled harness / direct {mid:.3f} (95 % interval of the median {lo:.3f}-{hi:.3f}) "
+                     f"over {len(values)} quadruples on {models} models; goal <= 1.10")
+    return lines
 
 
 def main() -> None:
@@ -291,6 +324,8 @@ def main() -> None:
             print(f"| {row['model']} | {row['peer']} | {row['direct_us_per_grad']:.2f} | "
                   f"{row['harness_us_per_grad']:.2f} | {row['ratio']:.3f} ({row['ratio_range'][0]:.2f}-"
                   f"{row['ratio_range'][1]:.2f}) | {row['density']} |", flush=True)
+    print()
+    print("\n".join(pooled(rows)))
     end = os.getloadavg()
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in end)}")
     if args.json:

@@ -63,3 +63,39 @@ def test_suite_without_runs_and_a_missing_folder(tmp_path):
     missing = subprocess.run([*script, str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_suite_cpu_goal_compares_each_of_our_nuts_with_each_peer(tmp_path, monkeypatch):
+    """The CPU-second goal's columns: for nuts_fisher and nuts_lowrank, CPU seconds to b² < 0.01
+    over each peer's, only where our gradient costs ≤ 20 µs, with a summary line per pair."""
+    import importlib.util
+
+    from ckam_bench.report import posteriordb_suite
+    from tests.test_report import make_run
+
+    spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "scripts" / "bench_peers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(posteriordb_suite, "_posterior", lambda run: "p-" + run.target)
+    reach = np.r_[np.full(4, 0.5), np.full(6, 0.001)]  # b² < 0.01 from checkpoint 4 for good
+    times = np.geomspace(0.05, 2.0, 10)
+    # n_grad per run: cheap (1 µs per gradient at the end) except nuts_lowrank on gmm2d (100 µs)
+    for target in ("bimodal", "gmm2d"):
+        for sampler, scale in (("nuts_fisher", 1.0), ("nuts_lowrank", 0.5), ("nutpie", 2.0)):
+            grads = times * 1e6 * (0.01 if (sampler, target) == ("nuts_lowrank", "gmm2d") else 1.0)
+            make_run(tmp_path, target, sampler, sampler_node=AM_NODE,
+                     columns={"bias2": reach, "n_grad": grads, "sampler_cpu_seconds": times * scale})
+    out = bench.suite_tables(tmp_path)
+    lines = out.splitlines()
+    head = next(line for line in lines if line.startswith("| posterior | µs/grad"))
+    assert [c.strip() for c in head.strip("|").split("|")][-2:] == ["nuts_fisher / nutpie CPU-s",
+                                                                  "nuts_lowrank / nutpie CPU-s"]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in lines if line.startswith("| p-")}
+    assert rows["p-bimodal"][-2:] == ["0.50", "0.25"]
+    assert rows["p-gmm2d"][-2:] == ["0.50", "–"]  # 100 µs per gradient: not a cheap posterior
+    assert "nuts_fisher / nutpie CPU seconds: ahead (< 1) on 2 of 2" in out
+    assert "nuts_lowrank / nutpie CPU seconds: ahead (< 1) on 1 of 1" in out
+
+
+AM_NODE = {"_target_": "x.AM", "step_size": 1.0}
