@@ -24,6 +24,10 @@ def test_help_and_version(tmp_path):
                  "list posteriordb"):
         assert text in help_.stdout
     assert "preset/" not in help_.stdout and "Hydra" not in help_.stdout.splitlines()[0]
+    # how to resume, as it is true: a run's folder again, not the same command (issue 29 §6)
+    assert "a run's folder again resumes it" in help_.stdout
+    assert "the command that resumes it" in " ".join(help_.stdout.split())
+    assert "resume by running the same command again" not in help_.stdout
     version = run("--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.strip() == f"ckam-bench {ckam_bench.__version__}"
     assert list(tmp_path.iterdir()) == []

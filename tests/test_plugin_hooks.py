@@ -213,3 +213,36 @@ def test_a_malformed_block_seconds_from_the_command_line_exits_2_creating_nothin
 
 class _BadBlocks(PlainRandomWalk):
     ckam_block_seconds = "long"
+
+
+def test_a_failing_final_write_marks_the_run_failed(tmp_path, monkeypatch):
+    """An exception in the run's last write (the final checkpoint's stores) leaves the run
+    ``failed`` with the reason in status.json, never ``running``."""
+    from ckam_bench.engine import rundir
+
+    original = rundir.RunFolder.write_checkpoint
+
+    def write_checkpoint(self, **kwargs):
+        if kwargs.get("complete"):
+            raise OSError("the disk went away at the final write")
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(rundir.RunFolder, "write_checkpoint", write_checkpoint)
+    with pytest.raises(OSError, match="disk went away"):
+        _runner(tmp_path, StanStyleGaussian()).run()
+    status = json.loads((tmp_path / store.STATUS).read_text())
+    assert status["state"] == "failed" and "disk went away" in status["reason"]
+
+
+def test_every_hook_the_harness_calls_is_documented():
+    """docs/extending.md's contract lists every ``ckam_`` hook of the Target and Sampler bases."""
+    import inspect
+
+    from ckam_bench.samplers.base import Sampler
+    from ckam_bench.targets.base import Target
+
+    hooks = {name for cls in (Target, Sampler) for name, _ in inspect.getmembers(cls)
+             if name.startswith("ckam_")}
+    assert {"ckam_constrained", "ckam_reference", "ckam_block_seconds"} <= hooks
+    doc = (ROOT / "docs" / "extending.md").read_text()
+    assert not [h for h in sorted(hooks) if f"`{h}" not in doc]

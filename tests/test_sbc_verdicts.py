@@ -263,6 +263,34 @@ def test_a_searchpath_sampler_is_found(searchpath):
     one_line_exit_2_nothing_created(proc, work, "invalid configuration: sbc.bins")
 
 
+def test_an_entry_point_plugins_sampler_is_found(tmp_path):
+    """A sampler installed by a plugin package (entry-point group ``ckam_bench.commands.plugins``)
+    is found by ckam-bench-sbc as by ckam-bench: the next mistake on the line is reported."""
+    site = tmp_path / "site"
+    conf = site / "sbcplug_pkg" / "conf" / "sampler"
+    conf.mkdir(parents=True)
+    for pkg in (site / "sbcplug_pkg", site / "sbcplug_pkg" / "conf"):
+        (pkg / "__init__.py").write_text("")
+    (conf / "plugrw.yaml").write_text("_target_: ckam_bench.samplers.random_walk.RandomWalk\nstep_size: 1.0\n")
+    dist = site / "sbcplug-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sbcplug\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ckam_bench.commands.plugins]\nsbcplug = sbcplug_pkg.conf\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0",
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrw", "target=pymc",
+                           f"target.model={MODELS}:normal_mean", "sbc.bins=7"], cwd=work,
+                          capture_output=True, text=True, timeout=600, env=env)
+    one_line_exit_2_nothing_created(proc, work, "invalid configuration: sbc.bins")
+    typo = subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrww", "target=pymc",
+                           f"target.model={MODELS}:normal_mean"], cwd=work,
+                          capture_output=True, text=True, timeout=600, env=env)
+    one_line_exit_2_nothing_created(typo, work, "invalid configuration: unknown sampler 'plugrww' — did you "
+                                               "mean 'plugrw'?")
+
+
 @pytest.mark.parametrize("args, message", [
     (["sampler=malaa"], "invalid configuration: unknown sampler 'malaa' — did you mean 'mala'?"),
     (["sbc.simulation=5"], "invalid configuration: unknown key 'sbc.simulation' — did you mean "
