@@ -272,6 +272,49 @@ def _median(values) -> float:
     return float(np.median(values)) if values else math.nan
 
 
+STEPS = (("schedule: nutpie's / Stan's (variance estimator)", "nuts_stan_nutpie", "nuts"),
+         ("estimator: Fisher / variance (Stan's windows)", "nuts_fisher_stan", "nuts"),
+         ("estimator: Fisher / variance (nutpie's schedule)", "nuts_fisher", "nuts_stan_nutpie"),
+         ("low rank / diagonal (Fisher, nutpie's schedule)", "nuts_lowrank", "nuts_fisher"))
+
+
+def character_summary(cell, posteriors) -> "list[str]":
+    """Which part of the adaptation buys what, per posterior character: for each step of the
+    ablation (one change at a time), the median over the posteriors of that character of the
+    ratio of gradients to b² < 0.01 (< 1: the change helps), over the posteriors both finish,
+    and how many the change makes finish (∞ → finite) or lose (finite → ∞)."""
+    from ckam_bench.posteriordb import SUITE
+
+    groups = {}
+    for p in posteriors:
+        entry = SUITE.get(p)
+        groups.setdefault(entry.character if entry is not None else "other", []).append(p)
+    steps = [(label, a, b) for label, a, b in STEPS if any((p, a) in cell and (p, b) in cell for p in posteriors)]
+    if not steps:
+        return []
+    lines = ["Per character, one change at a time: median ratio of gradients to b² < 0.01 (after / before; "
+             "< 1 helps) over the posteriors both finish [n]; +k: finishes k more, −k: k fewer", "",
+             "| character (posteriors) | " + " | ".join(label for label, _, _ in steps) + " |",
+             "|---|" + "---|" * len(steps)]
+    for character in sorted(groups):
+        row = [f"{character} ({len(groups[character])})"]
+        for _, a, b in steps:
+            ratios, gained, lost = [], 0, 0
+            for p in groups[character]:
+                x, y = cell.get((p, a)), cell.get((p, b))
+                if x is None or y is None:
+                    continue
+                if math.isfinite(x.grads) and math.isfinite(y.grads) and y.grads > 0:
+                    ratios.append(x.grads / y.grads)
+                gained += math.isfinite(x.grads) and math.isinf(y.grads)
+                lost += math.isinf(x.grads) and math.isfinite(y.grads)
+            text = f"{np.median(ratios):.2f} [{len(ratios)}]" if ratios else "–"
+            text += (f" +{gained}" if gained else "") + (f" −{lost}" if lost else "")
+            row.append(text)
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def suite_tables(root) -> str:
     """The ablation table (median gradients to b² < 0.01 per posterior and configuration, and
     its ratio to the limit row of the same metric family), and the goals' two ratios per
@@ -310,6 +353,7 @@ def suite_tables(root) -> str:
     for p in posteriors:
         lines.append(f"| {p} | " + " | ".join(
             fmt(1000 * cell[(p, s)].ess) if (p, s) in cell else "" for s in present) + " |")
+    lines += ["", *character_summary(cell, posteriors)]
     lines += ["", "Goals: our NUTS's gradients to b² < 0.01 over nutpie's (same estimator), and our NUTS's CPU "
               "seconds to b² < 0.01 over each peer's where its gradient costs ≤ 20 µs (< 1: ours ahead)", ""]
     peers = [q for q in CPU_PEERS if q in set(df.sampler)]

@@ -99,3 +99,25 @@ def test_suite_cpu_goal_compares_each_of_our_nuts_with_each_peer(tmp_path, monke
 
 
 AM_NODE = {"_target_": "x.AM", "step_size": 1.0}
+
+
+def test_character_summary_one_change_at_a_time(tmp_path):
+    """The per-character step table: medians of after / before over the posteriors both finish,
+    with the posteriors a change makes finish (+) or lose (−), against a hand count."""
+    import importlib.util
+    from types import SimpleNamespace as R
+
+    spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "scripts" / "bench_peers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    inf = math.inf
+    grads = {("mesquite-mesquite", "nuts"): 100.0, ("mesquite-mesquite", "nuts_stan_nutpie"): 50.0,
+             ("kidiq-kidscore_interaction", "nuts"): 200.0, ("kidiq-kidscore_interaction", "nuts_stan_nutpie"): 100.0,
+             ("kilpisjarvi_mod-kilpisjarvi", "nuts"): inf, ("kilpisjarvi_mod-kilpisjarvi", "nuts_stan_nutpie"): 30.0,
+             ("arK-arK", "nuts"): 10.0, ("arK-arK", "nuts_stan_nutpie"): inf}
+    cell = {key: R(grads=value) for key, value in grads.items()}
+    lines = bench.character_summary(cell, sorted({p for p, _ in grads}))
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in lines if line.startswith("| ")}
+    assert rows["regression (3)"] == "0.50 [2] +1"  # mesquite 0.5, kidscore 0.5; kilpisjarvi ∞ → 30
+    assert rows["time series (1)"] == "– −1"         # arK 10 → ∞
+    assert "schedule: nutpie's / Stan's" in lines[2] and len(lines[2].split("|")) == 4  # only the step with data
