@@ -277,9 +277,7 @@ def median_interval(values, level: float = 0.95) -> tuple[float, float, float]:
 
     x = np.sort(np.asarray(values, float))
     n = x.size
-    k = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(B <= k - 1) <= alpha/2 for this k
-    while k > 0 and binom.cdf(k - 1, n, 0.5) > (1 - level) / 2:
-        k -= 1
+    k = int(binom.ppf((1 - level) / 2, n, 0.5))  # the smallest k with P(B <= k) >= alpha/2: P(B <= k - 1) < alpha/2
     if k < 1:
         return float(np.median(x)), float("nan"), float("nan")
     return float(np.median(x)), float(x[k - 1]), float(x[n - k])
