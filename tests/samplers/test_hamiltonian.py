@@ -468,3 +468,99 @@ def test_compiled_steps_draw_the_generators_stream():
         tree_rng = nuts_module._tree_rng(rng)
         drawn = [uniform(tree_rng) if k % 3 else rng.random() for k in range(30)] + list(rng.random(5))
         assert drawn == [reference.random() for _ in range(30)] + list(reference.random(5))
+
+
+def _stan_first_turn(ps):
+    """Brute force, Stan ≥ 2.26 by its definition: the first leaf of a subtree built leaf by leaf
+    (momenta ``ps``, identity metric) at which a complete binary subtree ending there turns: its
+    ends over its ρ, and from 4 leaves its halves' ends across (left's first with right's first
+    over ρ_left + p_right_first; left's last with right's last over ρ_right + p_left_last)."""
+    def turns(a, b, rho):
+        return not (a @ rho > 0.0 and b @ rho > 0.0)
+
+    for i in range(len(ps)):
+        size = 2
+        while (i + 1) % size == 0:
+            lo, mid = i + 1 - size, i + 1 - size // 2
+            if turns(ps[lo], ps[i], ps[lo:i + 1].sum(0)):
+                return i
+            if size >= 4 and (turns(ps[lo], ps[mid], ps[lo:mid].sum(0) + ps[mid])
+                              or turns(ps[mid - 1], ps[i], ps[mid:i + 1].sum(0) + ps[mid - 1])):
+                return i
+            size *= 2
+    return None
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_subtree_checks_are_stans_with_the_checks_across_halves(switch, monkeypatch):
+    """The leaf-by-leaf bookkeeping (momentum and partial ρ at each open subtree's first leaf, the
+    last leaf of each complete one) stops at the leaf the recursive definition stops at, on
+    momenta that rotate at random rates (turns at every depth, many only across halves)."""
+    if switch == "1" and not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setenv(jit.ENV, switch)
+    from ckam_bench.samplers import nuts as n
+
+    rng = np.random.default_rng(3)
+    depth, d = 6, 3
+    found = {"late": 0, "across only": 0}
+    for _ in range(400):
+        rate = rng.uniform(0.02, 1.2)
+        t = np.arange(1 << depth)
+        ps = np.stack([np.cos(rate * t), np.sin(rate * t), 0.3 * rng.standard_normal(t.size)], 1)
+        work = n._nuts_work(depth, d)
+        ck_p, ck_rho, ck_e, ext = n._checkpoints(work, depth)
+        rho_sub, scratch, ones = np.zeros(d), work[14:16], np.ones(d)
+        stop = None
+        for leaf in range(1 << depth):
+            for k in range(1, depth + 1):
+                if leaf % (1 << k) == 0:
+                    ck_p[k], ck_rho[k] = ps[leaf], rho_sub
+            rho_sub = rho_sub + ps[leaf]
+            if n._subtrees_turn(ps[leaf].copy(), rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, ones, scratch):
+                stop = leaf
+                break
+        expected = _stan_first_turn(ps)
+        assert stop == expected
+        found["late"] += expected is None or expected >= 15
+        found["across only"] += _stan_first_turn_without_extra(ps) != expected
+    assert found["late"] > 20 and found["across only"] > 20, found
+
+
+def _stan_first_turn_without_extra(ps):
+    """:func:`_stan_first_turn` without the checks across halves (Stan before 2.26)."""
+    for i in range(len(ps)):
+        size = 2
+        while (i + 1) % size == 0:
+            lo = i + 1 - size
+            rho = ps[lo:i + 1].sum(0)
+            if not (ps[lo] @ rho > 0.0 and ps[i] @ rho > 0.0):
+                return i
+            size *= 2
+    return None
+
+
+def test_nuts_sees_a_trajectory_circling_an_isotropic_gaussian():
+    """On N(0, I₁₀) at ε = 0.8 (what a whitening metric makes of a posterior) the orbit's period
+    is ≈ 8 steps; without the checks across halves 39 % of the trees ran to depth 7 (56
+    gradients per transition on average). With them every tree stops by depth 3."""
+    from ckam_bench.samplers import nuts as n
+
+    from ckam_bench.targets.gaussians import Gaussian
+
+    d = 10
+    target = Gaussian(np.zeros(d), np.eye(d), d)
+    f = jit.compiled_log_density_and_grad(target) if jit.AVAILABLE else target.log_density_and_grad
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(d)
+    g = -x.copy()
+    logp = -0.5 * x @ x
+    work, depths, steps = n._nuts_work(10, d), [], 0
+    for _ in range(500):
+        logp, _, n_lf, divergent, depth, _, _ = n._nuts_transition(f, x, logp, g, rng.standard_normal(d), np.ones(d),
+                                                                    0.8, rng, 10, work)
+        depths.append(depth)
+        steps += n_lf
+        assert not divergent
+    assert max(depths) <= 3
+    assert steps / 500 < 8
