@@ -470,11 +470,12 @@ def test_compiled_steps_draw_the_generators_stream():
         assert drawn == [reference.random() for _ in range(30)] + list(reference.random(5))
 
 
-def _stan_first_turn(ps):
+def _stan_first_turn(ps, across=True):
     """Brute force, Stan ≥ 2.26 by its definition: the first leaf of a subtree built leaf by leaf
     (momenta ``ps``, identity metric) at which a complete binary subtree ending there turns: its
     ends over its ρ, and from 4 leaves its halves' ends across (left's first with right's first
-    over ρ_left + p_right_first; left's last with right's last over ρ_right + p_left_last)."""
+    over ρ_left + p_right_first; left's last with right's last over ρ_right + p_left_last);
+    ``across=False``: Stan before 2.26, without the checks across halves."""
     def turns(a, b, rho):
         return not (a @ rho > 0.0 and b @ rho > 0.0)
 
@@ -484,7 +485,7 @@ def _stan_first_turn(ps):
             lo, mid = i + 1 - size, i + 1 - size // 2
             if turns(ps[lo], ps[i], ps[lo:i + 1].sum(0)):
                 return i
-            if size >= 4 and (turns(ps[lo], ps[mid], ps[lo:mid].sum(0) + ps[mid])
+            if across and size >= 4 and (turns(ps[lo], ps[mid], ps[lo:mid].sum(0) + ps[mid])
                               or turns(ps[mid - 1], ps[i], ps[mid:i + 1].sum(0) + ps[mid - 1])):
                 return i
             size *= 2
@@ -523,21 +524,8 @@ def test_subtree_checks_are_stans_with_the_checks_across_halves(switch, monkeypa
         expected = _stan_first_turn(ps)
         assert stop == expected
         found["late"] += expected is None or expected >= 15
-        found["across only"] += _stan_first_turn_without_extra(ps) != expected
+        found["across only"] += _stan_first_turn(ps, across=False) != expected
     assert found["late"] > 20 and found["across only"] > 20, found
-
-
-def _stan_first_turn_without_extra(ps):
-    """:func:`_stan_first_turn` without the checks across halves (Stan before 2.26)."""
-    for i in range(len(ps)):
-        size = 2
-        while (i + 1) % size == 0:
-            lo = i + 1 - size
-            rho = ps[lo:i + 1].sum(0)
-            if not (ps[lo] @ rho > 0.0 and ps[i] @ rho > 0.0):
-                return i
-            size *= 2
-    return None
 
 
 def test_nuts_sees_a_trajectory_circling_an_isotropic_gaussian():
