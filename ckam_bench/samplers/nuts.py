@@ -222,7 +222,7 @@ def _subtrees_turn(pe, rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, minv, scra
     """After leaf ``leaf`` (momentum pe, ρ of the new subtree so far ``rho_sub``) of a subtree of
     2^depth leaves: does any binary subtree ending there turn (its own check and, from 4 leaves,
     the two across its halves, :func:`_merge_turns`)? Then records pe as the last leaf of the
-    subtrees it ends."""
+    subtrees it ends (those smaller than the whole: only they are a later check's left half)."""
     for k in range(1, depth + 1):
         if (leaf + 1) % (1 << k) == 0:
             if _uturn_m(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
@@ -233,7 +233,7 @@ def _subtrees_turn(pe, rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, minv, scra
                           or _uturn_extended(ck_e[k - 1], pe, rho_sub, ck_e[k - 1], ck_rho[k - 1], ext, minv,
                                              scratch)):
                 return True
-    for k in range(1, depth + 1):
+    for k in range(1, depth):
         if (leaf + 1) % (1 << k) == 0:
             _copy(ck_e[k], pe)
     return False
