@@ -177,7 +177,13 @@ def low_rank_count(est, background):
 
 @jit.jitable
 def geometric_mean_factor(cx, cg):
-    """G with GGᵀ = A, the SPD A with A·cg·A = cx. With cg = W diag(w) Wᵀ and
+    """G with GGᵀ = A, the SPD A with A·cg·A = cx (:func:`_factor_and_top`)."""
+    return _factor_and_top(cx, cg)[0]
+
+
+@jit.jitable
+def _factor_and_top(cx, cg):
+    """(G, λmax(cg)): G with GGᵀ = A, the SPD A with A·cg·A = cx. With cg = W diag(w) Wᵀ and
     K = diag(√w)Wᵀ·cx·W diag(√w) = Z diag(κ) Zᵀ, A = W diag(w^−½) Z diag(κ^½) Zᵀ diag(w^−½) Wᵀ,
     so G = W diag(w^−½) Z diag(κ^¼): A's eigenpairs are then G's singular pairs, whose values
     are never negative (forming A first loses its smallest eigenvalues to rounding, even below
@@ -196,7 +202,7 @@ def geometric_mean_factor(cx, cg):
     for i in range(m):
         for j in range(m):
             g[i, j] *= max(kappa[j], 0.0) ** 0.25
-    return g
+    return g, w[m - 1]
 
 
 @jit.jitable
@@ -245,11 +251,12 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
     for i in range(m):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
-    vectors, roots, _ = np.linalg.svd(geometric_mean_factor(cx, cg))
+    factor, top_g = _factor_and_top(cx, cg)
+    vectors, roots, _ = np.linalg.svd(factor)
     # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
     # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding can leave the range below (the smallest
     # eigenvalues of a product whose eigenvalues span ~16 decades), never the true λ
-    low = 1.0 / math.sqrt(np.linalg.eigvalsh(cg)[m - 1])
+    low = 1.0 / math.sqrt(top_g)
     high = math.sqrt(np.linalg.eigvalsh(cx)[m - 1])
     values = np.empty(m)
     for i in range(m):

@@ -26,8 +26,9 @@ schedule can be compared one at a time.
   of each slow window and sets the metric at its end, then Stan's ε heuristic (from the current
   ε) and a dual-averaging restart;
 * ``nutpie`` — nuts-rs's schedule. A *foreground* and a *background* estimator both see every
-  draw; the metric is recomputed from the foreground after every draw (``update_every``) once
-  it holds ≥ 3 draws; at a *switch* the background (the draws since the last switch) becomes
+  draw; the metric is recomputed from the foreground every ``update_every`` draws and at every
+  switch, once it holds ≥ 3 draws (nuts-rs: every draw for the diagonal, every 10 for the low
+  rank); at a *switch* the background (the draws since the last switch) becomes
   the foreground and a new background starts. In the early phase, t < ⌊0.3N⌋
   (``early_window``), the pair switches whenever the background holds 10 draws
   (``early_switch``); then whenever it holds w draws, w = max(80, its count then) (``window``)
@@ -417,7 +418,8 @@ class AdaptedNUTS(NUTS):
         warm-up (nuts-rs: 0.3, 0.15).
     early_switch, window, window_growth : switch after 10 draws early, then after 80 growing
         ×1.5 (nuts-rs).
-    update_every : draws between metric updates (nuts-rs: 1).
+    update_every : draws between metric updates (a switch updates too; nuts-rs: 1 for the diagonal,
+        10 for the low rank).
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
