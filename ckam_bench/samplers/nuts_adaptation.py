@@ -26,9 +26,10 @@ schedule can be compared one at a time.
   of each slow window and sets the metric at its end, then Stan's ε heuristic (from the current
   ε) and a dual-averaging restart;
 * ``nutpie`` — nuts-rs's schedule. A *foreground* and a *background* estimator both see every
-  draw; the metric is recomputed from the foreground every ``update_every`` draws and at every
-  switch, once it holds ≥ 3 draws (nuts-rs: every draw for the diagonal, every 10 for the low
-  rank); at a *switch* the background (the draws since the last switch) becomes
+  draw; the metric is recomputed from the foreground at every switch and every ``update_every``
+  draws between (``early_update_every`` in the early phase), once it holds ≥ 3 draws (nuts-rs:
+  every draw for the diagonal, every 10 for the low rank; ``nuts_lowrank`` recomputes it after
+  every draw of the early phase, where a 10-draw window is rank-deficient for d ≥ 10); at a *switch* the background (the draws since the last switch) becomes
   the foreground and a new background starts. In the early phase, t < ⌊0.3N⌋
   (``early_window``), the pair switches whenever the background holds 10 draws
   (``early_switch``); then whenever it holds w draws, w = max(80, its count then) (``window``)
@@ -81,7 +82,7 @@ FISHER, VARIANCE, LOW_RANK, REFERENCE_DIAG, REFERENCE_DENSE = range(5)
 STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
- P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START) = range(17)
+ P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START, P_EARLY_UPDATE_EVERY) = range(18)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending
 S_WINDOW, S_LAST_UPDATE, S_PENDING = range(3)
 
@@ -266,7 +267,8 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, x, logp, g, z, met
         if not early:
             sched[S_WINDOW] = following
     changed = False
-    if switch or t - sched[S_LAST_UPDATE] >= params[P_UPDATE_EVERY]:
+    every = params[P_EARLY_UPDATE_EVERY] if early else params[P_UPDATE_EVERY]
+    if switch or t - sched[S_LAST_UPDATE] >= every:
         metric, changed = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF])
     if changed:
         sched[S_LAST_UPDATE] = t
@@ -420,6 +422,7 @@ class AdaptedNUTS(NUTS):
         ×1.5 (nuts-rs).
     update_every : draws between metric updates (a switch updates too; nuts-rs: 1 for the diagonal,
         10 for the low rank).
+    early_update_every : the same in the early phase (default: ``update_every``).
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
@@ -433,7 +436,7 @@ class AdaptedNUTS(NUTS):
                  base_window: int = 25, early_window: float = 0.3, step_size_window: float = 0.15,
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
-                 eigval_cutoff: float = 2.0):
+                 eigval_cutoff: float = 2.0, early_update_every: int | None = None):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -449,10 +452,14 @@ class AdaptedNUTS(NUTS):
         self.step_size_window = check_fraction("step_size_window", step_size_window, -1e-12, 1.0)
         if self.early_window + self.step_size_window >= 1.0:
             raise ValueError(f"early_window + step_size_window must be < 1, got {early_window} + {step_size_window}")
-        for key, value in (("early_switch", early_switch), ("window", window), ("update_every", update_every)):
+        if early_update_every is None:
+            early_update_every = update_every
+        for key, value in (("early_switch", early_switch), ("window", window), ("update_every", update_every),
+                           ("early_update_every", early_update_every)):
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise ValueError(f"{key} must be an integer >= 1, got {value}")
         self.early_switch, self.window, self.update_every = int(early_switch), int(window), int(update_every)
+        self.early_update_every = int(early_update_every)
         self.window_growth = float(window_growth)
         if not (math.isfinite(self.window_growth) and self.window_growth >= 1.0):
             raise ValueError(f"window_growth must be a finite number >= 1, got {window_growth}")
@@ -471,7 +478,8 @@ class AdaptedNUTS(NUTS):
         return np.array([self.target_accept, self.gamma, self.t0, self.kappa, math.log(self.max_step),
                          self.step_jitter, self.step_size, self.early_end, self.final_start, self.early_switch,
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
-                         ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start],
+                         ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
+                         self.early_update_every],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -577,6 +585,7 @@ class AdaptedNUTS(NUTS):
         if self.schedule == "nutpie":
             info.update(early_end=self.early_end, final_window_start=self.final_start, early_switch=self.early_switch,
                         window=self.window, window_growth=self.window_growth, max_step=self.max_step,
+                        update_every=self.update_every, early_update_every=self.early_update_every,
                         switches=nutpie_switches(self.burn_in, self.early_window, self.step_size_window,
                                                  self.early_switch, self.window, self.window_growth))
             info.pop("window_ends", None)

@@ -185,13 +185,10 @@ def test_low_rank_maps_factor_the_inverse_metric():
 
 
 # ---------------------------------------------------------------- the schedule
-def test_nutpie_schedule_switches_where_nuts_rs_does():
-    """_nutpie_adapt switches where nutpie_switches says when every draw enters; 10-draw
-    windows early, then 80 growing ×1.5 while the next still ends before the final window."""
-    assert nutpie_switches(500) == [8, 18, 28, 38, 48, 58, 68, 78, 88, 98, 108, 118, 128, 138, 148, 228]
-    assert nutpie_switches(1000)[-3:] == [298, 378, 498]
-    burn_in, d = 200, 3
-    s = AdaptedNUTS(burn_in=burn_in)
+def _schedule_run(burn_in, d, **settings):
+    """_nutpie_adapt over a warm-up of a diagonal estimator fed a new draw and arbitrary gradient
+    every iteration: (sampler, iterations that switched, iterations that changed the metric)."""
+    s = AdaptedNUTS(burn_in=burn_in, **settings)
     params = s._params()
     rng = np.random.default_rng(4)
 
@@ -215,10 +212,35 @@ def test_nutpie_schedule_switches_where_nuts_rs_does():
             switches.append(t)
         if not np.array_equal(old, metric):
             changes.append(t)
-        assert (evals > 0) == (t == 1)  # the step-size search at the first metric change
-    assert switches == nutpie_switches(burn_in)
+        assert (evals > 0) == (t == (changes[0] if changes else -1))  # the search at the first metric change
+    assert 0.0 < step <= math.pi  # dual averaging's cap (the searches are not capped)
+    return s, switches, changes
+
+
+def test_nutpie_schedule_switches_where_nuts_rs_does():
+    """_nutpie_adapt switches where nutpie_switches says when every draw enters; 10-draw
+    windows early, then 80 growing ×1.5 while the next still ends before the final window."""
+    assert nutpie_switches(500) == [8, 18, 28, 38, 48, 58, 68, 78, 88, 98, 108, 118, 128, 138, 148, 228]
+    assert nutpie_switches(1000)[-3:] == [298, 378, 498]
+    s, switches, changes = _schedule_run(200, 3)
+    assert switches == nutpie_switches(200)
     assert changes == list(range(1, s.final_start))  # after every draw, up to the final window
-    assert 0.0 < step <= math.pi
+
+
+@pytest.mark.parametrize("update_every, early_update_every", [(10, 1), (10, 10), (7, 3)])
+def test_metric_updates_at_switches_and_every_n_draws(update_every, early_update_every):
+    """Between switches the metric is recomputed once ``update_every`` draws have passed since the
+    last change (``early_update_every`` in the early phase), and at every switch."""
+    s, switches, changes = _schedule_run(300, 3, update_every=update_every, early_update_every=early_update_every)
+    assert switches == nutpie_switches(300)
+    expected, last = [], 0
+    for t in range(s.final_start):
+        every = early_update_every if t < s.early_end else update_every
+        if t in switches or t - last >= every:
+            expected.append(t)
+            last = t
+    assert changes == expected
+    assert AdaptedNUTS(update_every=4).early_update_every == 4  # the default: the same
 
 
 def test_describe_and_settings():
@@ -230,7 +252,8 @@ def test_describe_and_settings():
     for kwargs, message in [({"estimator": "dense"}, "estimator must be"), ({"schedule": "x"}, "schedule must be"),
                             ({"early_window": 0.9}, "early_window \\+ step_size_window"),
                             ({"eigval_cutoff": 0.5}, "eigval_cutoff must be"),
-                            ({"window_growth": 0.5}, "window_growth must be")]:
+                            ({"window_growth": 0.5}, "window_growth must be"),
+                            ({"early_update_every": 0}, "early_update_every must be")]:
         with pytest.raises(ValueError, match=f"^{message}"):
             AdaptedNUTS(**kwargs)
 
