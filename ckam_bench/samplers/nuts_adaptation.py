@@ -29,8 +29,9 @@ schedule can be compared one at a time.
   draw; the metric is recomputed from the foreground at every switch and every ``update_every``
   draws between (``early_update_every`` in the early phase), once it holds ≥ 3 draws (nuts-rs:
   every draw for the diagonal, every 10 for the low rank; ``nuts_lowrank`` recomputes it after
-  every draw of the early phase, where a 10-draw window is rank-deficient for d ≥ 10); at a *switch* the background (the draws since the last switch) becomes
-  the foreground and a new background starts. In the early phase, t < ⌊0.3N⌋
+  every draw of the early phase, where a 10-draw window is rank-deficient for d ≥ 10); at a
+  *switch* the background (the draws since the last switch) becomes the foreground and a new
+  background starts. In the early phase, t < ⌊0.3N⌋
   (``early_window``), the pair switches whenever the background holds 10 draws
   (``early_switch``); then whenever it holds w draws, w = max(80, its count then) (``window``)
   growing to max(w + 1, round(1.5w)) (``window_growth``) after each switch. A switch whose
@@ -82,7 +83,8 @@ FISHER, VARIANCE, LOW_RANK, REFERENCE_DIAG, REFERENCE_DENSE = range(5)
 STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
- P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START, P_EARLY_UPDATE_EVERY) = range(18)
+ P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
+ P_EARLY_UPDATE_EVERY) = range(18)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending
 S_WINDOW, S_LAST_UPDATE, S_PENDING = range(3)
 
