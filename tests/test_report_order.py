@@ -103,3 +103,18 @@ def test_the_header_names_each_targets_variables_and_ranges_are_small_print(tmp_
         '0.0012 <span class="range">[0.0011, 0.0014]</span>')
     assert html._cell("≤ 0.1 [≤ 0.1, ≤ 0.1]").startswith('≤ 0.1 <span class="range">')
     assert html._cell("am [rate.value=0.01]") == "am [rate.value=0.01]"  # a label, not a range
+
+
+def test_gad_tables_name_nuts_by_its_adaptation_after_stans():
+    """Table 7's NUTS rows: Stan-adapted NUTS as the paper's "NUTS", nutpie's warm-ups as their
+    own rows after it, HMC-k by k."""
+    from types import SimpleNamespace
+
+    def run(sampler, k=None):
+        return SimpleNamespace(sampler=sampler, status={"sampler_info": {"n_leapfrog": k}}, config={})
+
+    labels = [paper_gradient.method(run(s)) for s in ("nuts_lowrank", "nuts", "nuts_fisher", "mala")]
+    labels += [paper_gradient.method(run("hmc", k)) for k in (20, 5)]
+    assert labels == ["NUTS-lowrank", "NUTS", "NUTS-Fisher", "MALA", "HMC-20", "HMC-5"]
+    assert sorted(labels, key=paper_gradient._order_key) == ["MALA", "HMC-5", "HMC-20", "NUTS", "NUTS-Fisher",
+                                                             "NUTS-lowrank"]

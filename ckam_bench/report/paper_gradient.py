@@ -34,7 +34,9 @@ TABLE_NUMBERS = {"neal100": 1, "logistic_caravan": 1, "logistic_australian": 2, 
                  "logistic_pima": 4, "logistic_heart": 5, "logistic_german": 6, "logistic_mnist56": 7}
 FIGURE_NUMBERS = {"neal100": 3, "logistic_german": 4, "logistic_caravan": 5, "logistic_mnist56": 6}
 LABELS = {"gadmala_fast": "gadMALAf", "gadmala_exact": "gadMALAe", "gadrwm": "gadRWM", "am": "AM",
-          "rw": "RWM", "mala": "MALA", "hmc": "HMC", "nuts": "NUTS"}
+          "rw": "RWM", "mala": "MALA", "hmc": "HMC", "nuts": "NUTS",
+          # NUTS with nutpie's warm-up (docs/samplers.md): rows after Stan-adapted NUTS
+          "nuts_fisher": "NUTS-Fisher", "nuts_lowrank": "NUTS-lowrank"}
 ORDER = ["gadMALAf", "gadMALAe", "gadRWM", "AM", "RWM", "MALA", "HMC", "NUTS"]
 SECTION = sections.PAPERS["gradient"].section
 GAD_SAMPLERS = ("gadmala_fast", "gadmala_exact", "gadrwm", "mala", "hmc", "nuts")
