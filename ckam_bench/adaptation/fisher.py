@@ -237,15 +237,16 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
         for i in range(n):
             xs[i, j] = (draws[i, j] - mx) / s
             gs[i, j] = (grads[i, j] - mg) * s
-    if 2 * n >= d:
-        basis = np.eye(d)
+    whole = 2 * n >= d  # Q = I: the projections are the rescaled draws themselves
+    if whole:
+        basis, px, pg = np.eye(d), xs, gs
     else:
         both = np.empty((d, 2 * n))
         both[:, :n] = xs.T
         both[:, n:] = gs.T
         basis, _ = np.linalg.qr(both)
         basis = np.ascontiguousarray(basis)
-    px, pg = xs @ basis, gs @ basis
+        px, pg = xs @ basis, gs @ basis
     m = basis.shape[1]
     cx, cg = (px.T @ px) / gamma, (pg.T @ pg) / gamma
     for i in range(m):
@@ -272,7 +273,7 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
             kept_values[k] = values[i]
             kept[:, k] = vectors[:, i]
             k += 1
-    return True, sigma, kept_values, basis @ kept
+    return True, sigma, kept_values, kept if whole else basis @ kept
 
 
 @jit.jitable

@@ -184,10 +184,12 @@ def _block(phase, samples, accepted, accept_prob, step_size, logps, n_nonfinite)
 
 
 
-def _compiled_as(loop):
+def _compiled_as(loop, inline: bool = True):
     """Decorator: the decorated numpy function in Python; inside compiled kernels, ``loop``: the
     same arithmetic element by element in the same order (so the same numbers), without the
-    temporary arrays whose allocation costs as much as a cheap model's gradient."""
+    temporary arrays whose allocation costs as much as a cheap model's gradient; inlined into
+    its callers (:func:`ckam_bench.jit.jitable`'s ``inline``: no reference counts on the views
+    passed)."""
 
     def wrap(fn):
         if jit.AVAILABLE:
@@ -197,7 +199,7 @@ def _compiled_as(loop):
             def typer(*args):
                 return loop
 
-            overload(fn)(typer)
+            overload(fn, inline="always" if inline else "never")(typer)
         return fn
 
     return wrap
@@ -237,7 +239,7 @@ def _leapfrog_loop(f, x, p, g, eps, minv):
     return logp
 
 
-@_compiled_as(_leapfrog_loop)
+@_compiled_as(_leapfrog_loop, inline=False)
 def _leapfrog(f, x, p, g, eps, minv):
     """One leapfrog step in place (p half step, x full step with M⁻¹ = diag(minv), p half step);
     returns log π at the new x (its gradient is left in g)."""

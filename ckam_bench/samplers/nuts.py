@@ -46,6 +46,10 @@ from scipy.special import ndtri
 from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, welford
 from ckam_bench.samplers import nuts_metric
+from ckam_bench.samplers.nuts_tree import (
+    _GC, _GE, _GL, _GR, _PE, _PL, _PR, _RHO, _RHO_SUB, _XC, _XE, _XL, _XR, _ZERO, _add_row, _copy_row, _fill, _levels,
+    _merge_turns, _nuts_work, _open_subtrees, _subtrees_turn, _turns,
+)
 from ckam_bench.samplers.hamiltonian import (
     _I64, GradientSampler, GradientState, _all_finite, _block, _compiled_as, _copy, _DualAveraging, _kick_drift,
     _kinetic, _leapfrog, _reasonable_step, check_burn_in, start_with_gradient,
@@ -54,26 +58,6 @@ from ckam_bench.samplers.random_walk import positive_step_size
 from ckam_bench.targets.base import Target
 
 MAX_TREE_DEPTH = 14
-
-
-def _uturn_loop(p_minus, p_plus, rho, rho0, minv, scratch):
-    r, s = scratch[0], scratch[1]
-    for j in range(r.shape[0]):
-        r[j] = rho[j] - rho0[j]
-        s[j] = minv[j] * p_minus[j]
-    if not np.dot(s, r) > 0.0:  # np.dot: the same BLAS call as in Python
-        return True
-    for j in range(r.shape[0]):
-        s[j] = minv[j] * p_plus[j]
-    return not np.dot(s, r) > 0.0
-
-
-@_compiled_as(_uturn_loop)
-def _uturn(p_minus, p_plus, rho, rho0, minv, scratch):
-    """The generalised no-U-turn criterion fails (the trajectory turns back) for the momentum sum
-    ρ = rho − rho0 (``scratch``: two work vectors of compiled code)."""
-    r = rho - rho0
-    return not (np.dot(minv * p_minus, r) > 0.0 and np.dot(minv * p_plus, r) > 0.0)
 
 
 # The tree's metric operations: a diagonal M⁻¹ (1-D ``minv``: the operations of x), or a
@@ -89,8 +73,12 @@ def _kinetic_m(p, minv, numpy_order=False):
     return _kinetic(p, minv if minv.ndim == 1 else minv[nuts_metric.ONES], numpy_order)
 
 
-def _uturn_m(p_minus, p_plus, rho, rho0, minv, scratch):
-    return _uturn(p_minus, p_plus, rho, rho0, minv if minv.ndim == 1 else minv[nuts_metric.ONES], scratch)
+@jit.jitable(inline=True)
+def _kinetic_unit_loop(p):
+    total = 0.0  # as _kinetic's loop with M⁻¹ = I (1·p = p exactly)
+    for j in range(p.shape[0]):
+        total += p[j] * p[j]
+    return 0.5 * total
 
 
 def _kick_drift_m(x, p, g, eps, minv):
@@ -100,8 +88,9 @@ def _kick_drift_m(x, p, g, eps, minv):
 if jit.AVAILABLE:
     from numba.extending import overload as _overload
 
-    def _by_metric(fn, diag, low_rank, arg="minv"):
-        """Compile ``fn`` as ``diag`` when its argument ``arg`` is 1-D, as ``low_rank`` when 2-D."""
+    def _by_metric(fn, diag, low_rank, arg="minv", inline=True):
+        """Compile ``fn`` as ``diag`` when its argument ``arg`` is 1-D, as ``low_rank`` when 2-D
+        (inlined into its callers, as :func:`ckam_bench.jit.jitable`'s ``inline``)."""
 
         position = list(inspect.signature(fn).parameters).index(arg)
 
@@ -109,22 +98,19 @@ if jit.AVAILABLE:
         def typer(*args):
             return diag if args[position].ndim == 1 else low_rank
 
-        _overload(fn)(typer)
+        _overload(fn, inline="always" if inline else "never")(typer)
 
     _ONES = nuts_metric.ONES
     _by_metric(_leapfrog_m, lambda f, x, p, g, eps, minv: _leapfrog(f, x, p, g, eps, minv),
-               lambda f, x, p, g, eps, minv: nuts_metric.leapfrog(f, x, p, g, eps, minv))
+               lambda f, x, p, g, eps, minv: nuts_metric.leapfrog(f, x, p, g, eps, minv), inline=False)
     _by_metric(_kinetic_m, lambda p, minv, numpy_order=False: _kinetic(p, minv, numpy_order),
-               lambda p, minv, numpy_order=False: _kinetic(p, minv[_ONES], numpy_order))
-    _by_metric(_uturn_m, lambda p_minus, p_plus, rho, rho0, minv, scratch: _uturn(p_minus, p_plus, rho, rho0, minv,
-                                                                                   scratch),
-               lambda p_minus, p_plus, rho, rho0, minv, scratch: _uturn(p_minus, p_plus, rho, rho0, minv[_ONES],
-                                                                        scratch))
+               lambda p, minv, numpy_order=False: _kinetic(p, minv[_ONES], numpy_order) if numpy_order
+               else _kinetic_unit_loop(p))
     _by_metric(_kick_drift_m, lambda x, p, g, eps, minv: _kick_drift(x, p, g, eps, minv),
                lambda x, p, g, eps, minv: _kick_drift(x, p, g, eps, minv[_ONES]))
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def _symmetric_accept(lw):
     """nuts-rs's symmetric acceptance statistic of a leaf with log weight Δ = H₀ − H:
     2 min(1, e^Δ)/(1 + e^Δ) = 2e^(−|Δ|)/(1 + e^(−|Δ|)) (1 at Δ = 0, → 0 as |Δ| grows: a leaf
@@ -133,7 +119,7 @@ def _symmetric_accept(lw):
     return 2.0 * e / (1.0 + e)
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def _logaddexp(a, b):
     if a == -math.inf:
         return b
@@ -181,62 +167,11 @@ if jit.AVAILABLE:
         return lambda rng: rng.random()
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def _coin(rng, log_p):
     """A Bernoulli(min(1, e^log_p)) draw; a uniform is drawn from ``rng`` only when the
     probability is below 1."""
     return log_p >= 0.0 or _uniform(rng) < math.exp(log_p)
-
-
-@jit.jitable
-def _checkpoints(work, max_depth):
-    """The tree's per-level rows of ``work``: at each open subtree's first leaf its momentum
-    (``ck_p``) and the partial ρ before it (``ck_rho``); the momentum at the last leaf of the
-    latest complete subtree of each size (``ck_e``); a work vector (``ext``)."""
-    n = max_depth + 1
-    return work[16:16 + n], work[16 + n:16 + 2 * n], work[16 + 2 * n:16 + 3 * n], work[16 + 3 * n]
-
-
-@jit.jitable
-def _uturn_extended(p_a, p_b, rho, extra, rho0, ext, minv, scratch):
-    """The criterion for the momenta p_a, p_b and the sum ρ = rho + extra − rho0."""
-    for j in range(ext.shape[0]):
-        ext[j] = rho[j] + extra[j]
-    return _uturn_m(p_a, p_b, ext, rho0, minv, scratch)
-
-
-@jit.jitable
-def _merge_turns(p_far, p_near, p_first, p_last, rho_old, rho_new, zero, ext, minv, scratch):
-    """Stan's (≥ 2.26) two extra checks when a subtree joins a trajectory of its size, the two
-    halves of one binary tree: the old half's far end with the new half's first leaf, over the
-    old half's ρ plus that leaf's momentum; the old half's near end with the new half's last
-    leaf, over the new half's ρ plus the near end's momentum. Without them a trajectory on a
-    well-preconditioned target can circle its orbit for several doublings unseen (an isotropic
-    Gaussian at ε ≈ 0.8 reached depth 7 in 39 % of transitions)."""
-    return (_uturn_extended(p_far, p_first, rho_old, p_first, zero, ext, minv, scratch)
-            or _uturn_extended(p_near, p_last, rho_new, p_near, zero, ext, minv, scratch))
-
-
-@jit.jitable
-def _subtrees_turn(pe, rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, minv, scratch):
-    """After leaf ``leaf`` (momentum pe, ρ of the new subtree so far ``rho_sub``) of a subtree of
-    2^depth leaves: does any binary subtree ending there turn (its own check and, from 4 leaves,
-    the two across its halves, :func:`_merge_turns`)? Then records pe as the last leaf of the
-    subtrees it ends (those smaller than the whole: only they are a later check's left half)."""
-    for k in range(1, depth + 1):
-        if (leaf + 1) % (1 << k) == 0:
-            if _uturn_m(ck_p[k], pe, rho_sub, ck_rho[k], minv, scratch):
-                return True
-            # halves: [ck_p[k] … ck_e[k−1]] with ρ = ck_rho[k−1] − ck_rho[k], [ck_p[k−1] … pe]
-            if k > 1 and (_uturn_extended(ck_p[k], ck_p[k - 1], ck_rho[k - 1], ck_p[k - 1], ck_rho[k], ext, minv,
-                                          scratch)
-                          or _uturn_extended(ck_e[k - 1], pe, rho_sub, ck_e[k - 1], ck_rho[k - 1], ext, minv,
-                                             scratch)):
-                return True
-    for k in range(1, depth):
-        if (leaf + 1) % (1 << k) == 0:
-            _copy(ck_e[k], pe)
-    return False
 
 
 @jit.jitable
@@ -247,14 +182,13 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
     returns (logp, mean acceptance statistic, leapfrog steps, divergent, depth, mean symmetric
     acceptance statistic (:func:`_symmetric_accept`), the new state's index in the trajectory:
     leaves from the start, negative backward, 0 when the chain stays)."""
-    xl, pl, gl = work[0], work[1], work[2]  # the trajectory's left end
-    xr, pr, gr = work[3], work[4], work[5]  # its right end
-    xe, pe, ge = work[6], work[7], work[8]  # the end being extended
-    xc, gc = work[9], work[10]  # the new subtree's candidate state
-    rho, rho_sub = work[11], work[12]  # momentum sums of the trajectory and of the new subtree
-    zero, scratch = work[13], work[14:16]
-    ck_p, ck_rho, ck_e, ext = _checkpoints(work, max_depth)
-    zero[:] = 0.0
+    xl, pl, gl = work[_XL], work[_PL], work[_GL]  # the trajectory's left end
+    xr, pr, gr = work[_XR], work[_PR], work[_GR]  # its right end
+    xe, pe, ge = work[_XE], work[_PE], work[_GE]  # the end being extended
+    xc, gc = work[_XC], work[_GC]  # the new subtree's candidate state
+    rho, rho_sub, zero = work[_RHO], work[_RHO_SUB], work[_ZERO]  # momentum sums: trajectory, new subtree
+    ck_p = _levels(work)[0]
+    _fill(zero, 0.0)
     _copy(xl, x)
     _copy(pl, p)
     _copy(gl, g)
@@ -284,7 +218,7 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
         eps = step if forward else -step
         log_w_sub = -math.inf
         logp_c = -math.inf
-        rho_sub[:] = 0.0
+        _fill(rho_sub, 0.0)
         valid = True
         n_leaves = 1 << depth
         for leaf in range(n_leaves):
@@ -298,25 +232,22 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
             lw = h0 - h
             sum_accept += 1.0 if lw >= 0.0 else math.exp(lw)
             sum_sym += _symmetric_accept(lw)
-            for k in range(1, depth + 1):
-                if leaf % (1 << k) == 0:
-                    _copy(ck_p[k], pe)
-                    _copy(ck_rho[k], rho_sub)
-            rho_sub += pe
+            _open_subtrees(work, leaf, depth)
+            _add_row(work, _RHO_SUB, _PE)
             log_w_sub = _logaddexp(log_w_sub, lw)
             if _coin(rng, lw - log_w_sub):
                 _copy(xc, xe)
                 _copy(gc, ge)
                 logp_c = lp
                 index_c = n_fwd + leaf + 1 if forward else -(n_bwd + leaf + 1)
-            if _subtrees_turn(pe, rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, minv, scratch):
+            if _subtrees_turn(work, leaf, depth, minv):
                 valid = False
                 break
         if not valid:
             break
         # the checks across the merge of the trajectory and the new subtree (its two halves)
-        turned = depth > 0 and _merge_turns(pl if forward else pr, pr if forward else pl, ck_p[depth], pe, rho,
-                                            rho_sub, zero, ext, minv, scratch)
+        turned = depth > 0 and _merge_turns(work, _PL if forward else _PR, _PR if forward else _PL, ck_p + depth,
+                                            _PE, minv)
         if forward:
             _copy(xr, xe)
             _copy(pr, pe)
@@ -333,9 +264,9 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
             logp_s = logp_c
             index_s = index_c
         log_w = _logaddexp(log_w, log_w_sub)
-        rho += rho_sub
+        _add_row(work, _RHO, _RHO_SUB)
         depth += 1
-        if turned or _uturn_m(pl, pr, rho, zero, minv, scratch):
+        if turned or _turns(work, _PL, _PR, _RHO, _ZERO, _ZERO, minv):
             break
     stat = sum_accept / n_leapfrog if n_leapfrog > 0 else 0.0
     sym = sum_sym / n_leapfrog if n_leapfrog > 0 else 0.0
@@ -352,33 +283,26 @@ TS_SIZE = 17
 def _doubling(minv, rng, work, ts):
     """Start a doubling: its direction (a draw), the end it extends, the new subtree's empty
     sums, and the first leaf's half kick and drift."""
-    xl, pl, gl, xr, pr, gr, xe, pe, ge = work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7], work[8]
     forward = _uniform(rng) < 0.5
     ts[_FORWARD] = 1.0 if forward else 0.0
-    if forward:
-        _copy(xe, xr)
-        _copy(pe, pr)
-        _copy(ge, gr)
-    else:
-        _copy(xe, xl)
-        _copy(pe, pl)
-        _copy(ge, gl)
+    for r in range(3):  # (x, p, g) of the end to extend
+        _copy_row(work, _XE + r, (_XR if forward else _XL) + r)
     ts[_LOG_W_SUB] = -math.inf
     ts[_LOGP_C] = -math.inf
-    work[12][:] = 0.0
+    _fill(work[_RHO_SUB], 0.0)
     ts[_LEAF] = 0.0
-    _kick_drift_m(xe, pe, ge, ts[_STEP] if forward else -ts[_STEP], minv)
+    _kick_drift_m(work[_XE], work[_PE], work[_GE], ts[_STEP] if forward else -ts[_STEP], minv)
 
 
 def _nuts_start(x, logp, g, p, minv, step, rng, work, ts):
     """Start a multinomial NUTS transition from (x, logp, g) with momentum p (see
     :func:`_nuts_transition`), up to its first evaluation."""
-    for r in (0, 3):  # both ends at (x, p, g)
+    for r in (_XL, _XR):  # both ends at (x, p, g)
         _copy(work[r], x)
         _copy(work[r + 1], p)
         _copy(work[r + 2], g)
-    _copy(work[11], p)
-    work[13][:] = 0.0
+    _copy(work[_RHO], p)
+    _fill(work[_ZERO], 0.0)
     ts[:] = 0.0
     ts[_H0] = -logp + _kinetic_m(p, minv, True)
     ts[_LOGP_S] = logp
@@ -391,9 +315,9 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
     being extended): the leaf's last half kick, its weight, the subtree checks, the merge at a
     doubling's end and the next doubling, up to the next evaluation (returns True) or the end of
     the transition (False)."""
-    xl, pl, gl, xr, pr, gr, xe, pe, ge = work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7], work[8]
-    xc, gc, rho, rho_sub, zero, scratch = work[9], work[10], work[11], work[12], work[13], work[14:16]
-    ck_p, ck_rho, ck_e, ext = _checkpoints(work, max_depth)
+    xl, pl, gl, xr, pr, gr = work[_XL], work[_PL], work[_GL], work[_XR], work[_PR], work[_GR]
+    xe, pe, ge, xc, gc = work[_XE], work[_PE], work[_GE], work[_XC], work[_GC]
+    ck_p = _levels(work)[0]
     forward = ts[_FORWARD] == 1.0
     eps = ts[_STEP] if forward else -ts[_STEP]
     depth, leaf = int(ts[_DEPTH]), int(ts[_LEAF])
@@ -407,25 +331,22 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
     lw = ts[_H0] - h
     ts[_SUM_ACCEPT] += 1.0 if lw >= 0.0 else math.exp(lw)
     ts[_SUM_SYM] += _symmetric_accept(lw)
-    for k in range(1, depth + 1):
-        if leaf % (1 << k) == 0:
-            _copy(ck_p[k], pe)
-            _copy(ck_rho[k], rho_sub)
-    rho_sub += pe
+    _open_subtrees(work, leaf, depth)
+    _add_row(work, _RHO_SUB, _PE)
     ts[_LOG_W_SUB] = _logaddexp(ts[_LOG_W_SUB], lw)
     if _coin(rng, lw - ts[_LOG_W_SUB]):
         _copy(xc, xe)
         _copy(gc, ge)
         ts[_LOGP_C] = lp
         ts[_INDEX_C] = ts[_N_FWD] + leaf + 1 if forward else -(ts[_N_BWD] + leaf + 1)
-    if _subtrees_turn(pe, rho_sub, leaf, depth, ck_p, ck_rho, ck_e, ext, minv, scratch):
+    if _subtrees_turn(work, leaf, depth, minv):
         return False
     ts[_LEAF] = leaf + 1
     if leaf + 1 < (1 << depth):
         _kick_drift_m(xe, pe, ge, eps, minv)
         return True
-    turned = depth > 0 and _merge_turns(pl if forward else pr, pr if forward else pl, ck_p[depth], pe, rho, rho_sub,
-                                        zero, ext, minv, scratch)
+    turned = depth > 0 and _merge_turns(work, _PL if forward else _PR, _PR if forward else _PL, ck_p + depth, _PE,
+                                        minv)
     if forward:
         _copy(xr, xe)
         _copy(pr, pe)
@@ -442,9 +363,9 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
         ts[_LOGP_S] = ts[_LOGP_C]
         ts[_INDEX_S] = ts[_INDEX_C]
     ts[_LOG_W] = _logaddexp(ts[_LOG_W], ts[_LOG_W_SUB])
-    rho += rho_sub
+    _add_row(work, _RHO, _RHO_SUB)
     ts[_DEPTH] = depth + 1
-    if turned or _uturn_m(pl, pr, rho, zero, minv, scratch) or depth + 1 >= max_depth:
+    if turned or _turns(work, _PL, _PR, _RHO, _ZERO, _ZERO, minv) or depth + 1 >= max_depth:
         return False
     _doubling(minv, rng, work, ts)
     return True
@@ -455,18 +376,13 @@ def _nuts_steps(f, x, logp, g, p, minv, step, rng, max_depth, work, *, tree_rng,
     density-and-gradient and, between evaluations, one call of the compiled :func:`_nuts_join`
     (the same operations and draws, from ``rng`` through ``tree_rng``: the same chain, to the bit)."""
     _NUTS_START(x, logp, g, p, minv, step, tree_rng, work, ts)
-    xe, ge = work[6], work[8]
+    xe, ge = work[_XE], work[_GE]
     while _NUTS_JOIN(f(xe, ge), x, g, minv, tree_rng, max_depth, work, ts):
         pass
     n_leapfrog = int(ts[_N_LF])
     stat = ts[_SUM_ACCEPT] / n_leapfrog if n_leapfrog > 0 else 0.0
     sym = ts[_SUM_SYM] / n_leapfrog if n_leapfrog > 0 else 0.0
     return ts[_LOGP_S], stat, n_leapfrog, ts[_DIVERGENT] == 1.0, int(ts[_DEPTH]), sym, int(ts[_INDEX_S])
-
-
-@jit.jitable
-def _nuts_work(max_depth, d):
-    return np.empty((17 + 3 * (max_depth + 1), d))
 
 
 def _normals_loop(u, quantile):

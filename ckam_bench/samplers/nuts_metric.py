@@ -79,58 +79,53 @@ def inverse_metric(metric: np.ndarray) -> np.ndarray:
     return metric[SIGMA][:, None] * inner * metric[SIGMA][None, :]
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def _rank_one_updates(metric, row, v):
     """v ← (I + Σᵢ cᵢuᵢuᵢᵀ)v in place, cᵢ from ``metric[row]`` (√λ − 1 or 1/√λ − 1)."""
     d = v.shape[0]
-    for i in range(metric.shape[0] - U):
-        u = metric[U + i]
+    for i in range(metric.shape[0] - U):  # rows indexed in place: a view per row costs a reference count
         dot = 0.0
         for j in range(d):
-            dot += u[j] * v[j]
+            dot += metric[U + i, j] * v[j]
         dot *= metric[row, i]
         for j in range(d):
-            v[j] += dot * u[j]
+            v[j] += dot * metric[U + i, j]
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def to_x(metric, y, x):
     """x = T y (x and y distinct)."""
     for j in range(y.shape[0]):
         x[j] = y[j]
     _rank_one_updates(metric, A, x)
-    sigma = metric[SIGMA]
     for j in range(x.shape[0]):
-        x[j] *= sigma[j]
+        x[j] *= metric[SIGMA, j]
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def grad_to_y(metric, gx, gy):
     """gy = Tᵀ gx, the gradient in y of the gradient gx in x (distinct arrays)."""
-    sigma = metric[SIGMA]
     for j in range(gx.shape[0]):
-        gy[j] = sigma[j] * gx[j]
+        gy[j] = metric[SIGMA, j] * gx[j]
     _rank_one_updates(metric, A, gy)
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def to_y(metric, x, y):
     """y = T⁻¹ x (distinct arrays)."""
-    sigma = metric[SIGMA]
     for j in range(x.shape[0]):
-        y[j] = x[j] / sigma[j]
+        y[j] = x[j] / metric[SIGMA, j]
     _rank_one_updates(metric, B, y)
 
 
-@jit.jitable
+@jit.jitable(inline=True)
 def grad_to_x(metric, gy, gx):
     """gx = T⁻ᵀ gy (distinct arrays)."""
     for j in range(gy.shape[0]):
         gx[j] = gy[j]
     _rank_one_updates(metric, B, gx)
-    sigma = metric[SIGMA]
     for j in range(gx.shape[0]):
-        gx[j] /= sigma[j]
+        gx[j] /= metric[SIGMA, j]
 
 
 @jit.jitable
