@@ -16,7 +16,8 @@ followed by the ε heuristic and a dual-averaging restart. Subtrees are built le
 binary counter stores the momentum and the partial ρ at the first leaf of each open subtree, so
 the U-turn checks of every subtree ending at a leaf cost O(depth · d) and no recursion is
 needed. Every merge of two halves (inside a subtree and of the trajectory with its new subtree)
-also makes Stan's (≥ 2.26; nuts-rs's) two checks across the halves (:func:`_merge_turns`).
+also makes Stan's (≥ 2.26; nuts-rs's) two checks across the halves. That bookkeeping works on
+rows of one work array (:mod:`~ckam_bench.samplers.nuts_tree`).
 Own implementation, compiled with numba: the libraries that offer NUTS either bring a heavy
 runtime (JAX/BlackJAX, PyMC/PyTensor, Stan) or cannot take a numba density-and-gradient inside
 the block loop, the sampler clock and the gradient count.
