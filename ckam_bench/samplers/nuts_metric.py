@@ -79,7 +79,7 @@ def inverse_metric(metric: np.ndarray) -> np.ndarray:
     return metric[SIGMA][:, None] * inner * metric[SIGMA][None, :]
 
 
-@jit.jitable(inline=True)
+@jit.jitable
 def _rank_one_updates(metric, row, v):
     """v ← (I + Σᵢ cᵢuᵢuᵢᵀ)v in place, cᵢ from ``metric[row]`` (√λ − 1 or 1/√λ − 1)."""
     d = v.shape[0]
@@ -92,7 +92,7 @@ def _rank_one_updates(metric, row, v):
             v[j] += dot * metric[U + i, j]
 
 
-@jit.jitable(inline=True)
+@jit.jitable
 def to_x(metric, y, x):
     """x = T y (x and y distinct)."""
     for j in range(y.shape[0]):
@@ -102,7 +102,7 @@ def to_x(metric, y, x):
         x[j] *= metric[SIGMA, j]
 
 
-@jit.jitable(inline=True)
+@jit.jitable
 def grad_to_y(metric, gx, gy):
     """gy = Tᵀ gx, the gradient in y of the gradient gx in x (distinct arrays)."""
     for j in range(gx.shape[0]):
@@ -110,7 +110,7 @@ def grad_to_y(metric, gx, gy):
     _rank_one_updates(metric, A, gy)
 
 
-@jit.jitable(inline=True)
+@jit.jitable
 def to_y(metric, x, y):
     """y = T⁻¹ x (distinct arrays)."""
     for j in range(x.shape[0]):
@@ -118,7 +118,7 @@ def to_y(metric, x, y):
     _rank_one_updates(metric, B, y)
 
 
-@jit.jitable(inline=True)
+@jit.jitable
 def grad_to_x(metric, gy, gx):
     """gx = T⁻ᵀ gy (distinct arrays)."""
     for j in range(gy.shape[0]):
