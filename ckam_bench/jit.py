@@ -70,6 +70,7 @@ if AVAILABLE:
     # renamed variables as "not in scope": a pedantic self-check of numba's, not about the code
     # (the compiled chains equal the Python loops' bit for bit, tests/samplers/test_nuts_fisher.py)
     warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
+
 _OFF = {"0", "false", "no", "off"}
 
 if AVAILABLE:

@@ -48,7 +48,7 @@ from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, welford
 from ckam_bench.samplers import nuts_metric
 from ckam_bench.samplers.nuts_tree import (
-    _GC, _GE, _GL, _GR, _PE, _PL, _PR, _RHO, _RHO_SUB, _XC, _XE, _XL, _XR, _ZERO, _add_row, _copy_row, _fill, _levels,
+    _GC, _GE, _GL, _GR, _PE, _PL, _PR, _RHO, _RHO_SUB, _XC, _XE, _XL, _XR, _ZERO, _add_row, _copy_end, _fill, _levels,
     _merge_turns, _nuts_work, _open_subtrees, _subtrees_turn, _turns,
 )
 from ckam_bench.samplers.hamiltonian import (
@@ -208,14 +208,7 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
     index_c = index_s = 0  # trajectory index (leaves from the start, negative backward) of the candidate, the state
     while depth < max_depth:
         forward = rng.random() < 0.5
-        if forward:
-            _copy(xe, xr)
-            _copy(pe, pr)
-            _copy(ge, gr)
-        else:
-            _copy(xe, xl)
-            _copy(pe, pl)
-            _copy(ge, gl)
+        _copy_end(work, _XE, _XR if forward else _XL)
         eps = step if forward else -step
         log_w_sub = -math.inf
         logp_c = -math.inf
@@ -249,15 +242,10 @@ def _nuts_transition(f, x, logp, g, p, minv, step, rng, max_depth, work):
         # the checks across the merge of the trajectory and the new subtree (its two halves)
         turned = depth > 0 and _merge_turns(work, _PL if forward else _PR, _PR if forward else _PL, ck_p + depth,
                                             _PE, minv)
+        _copy_end(work, _XR if forward else _XL, _XE)
         if forward:
-            _copy(xr, xe)
-            _copy(pr, pe)
-            _copy(gr, ge)
             n_fwd += n_leaves
         else:
-            _copy(xl, xe)
-            _copy(pl, pe)
-            _copy(gl, ge)
             n_bwd += n_leaves
         if _coin(rng, log_w_sub - log_w):
             _copy(x, xc)
@@ -286,8 +274,7 @@ def _doubling(minv, rng, work, ts):
     sums, and the first leaf's half kick and drift."""
     forward = _uniform(rng) < 0.5
     ts[_FORWARD] = 1.0 if forward else 0.0
-    for r in range(3):  # (x, p, g) of the end to extend
-        _copy_row(work, _XE + r, (_XR if forward else _XL) + r)
+    _copy_end(work, _XE, _XR if forward else _XL)  # the end to extend
     ts[_LOG_W_SUB] = -math.inf
     ts[_LOGP_C] = -math.inf
     _fill(work[_RHO_SUB], 0.0)
@@ -316,7 +303,6 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
     being extended): the leaf's last half kick, its weight, the subtree checks, the merge at a
     doubling's end and the next doubling, up to the next evaluation (returns True) or the end of
     the transition (False)."""
-    xl, pl, gl, xr, pr, gr = work[_XL], work[_PL], work[_GL], work[_XR], work[_PR], work[_GR]
     xe, pe, ge, xc, gc = work[_XE], work[_PE], work[_GE], work[_XC], work[_GC]
     ck_p = _levels(work)[0]
     forward = ts[_FORWARD] == 1.0
@@ -348,15 +334,10 @@ def _nuts_join(lp, x, g, minv, rng, max_depth, work, ts):
         return True
     turned = depth > 0 and _merge_turns(work, _PL if forward else _PR, _PR if forward else _PL, ck_p + depth, _PE,
                                         minv)
+    _copy_end(work, _XR if forward else _XL, _XE)
     if forward:
-        _copy(xr, xe)
-        _copy(pr, pe)
-        _copy(gr, ge)
         ts[_N_FWD] += 1 << depth
     else:
-        _copy(xl, xe)
-        _copy(pl, pe)
-        _copy(gl, ge)
         ts[_N_BWD] += 1 << depth
     if _coin(rng, ts[_LOG_W_SUB] - ts[_LOG_W]):
         _copy(x, xc)

@@ -70,12 +70,12 @@ from ckam_bench import jit
 from ckam_bench.adaptation import dual_averaging, fisher
 from ckam_bench.reference_lookup import load_reference
 from ckam_bench.samplers import nuts_metric
-from ckam_bench.samplers.nuts_tree import _nuts_work
 from ckam_bench.samplers.hamiltonian import _I64, GradientState, _block, _copy, check_fraction, check_positive, \
     start_with_gradient
 from ckam_bench.samplers.nuts import (
     _NDTRI, _NUTS_JOIN, _NUTS_START, NUTS, TS_SIZE, _kinetic_m, _leapfrog_m, _normals, _nuts_steps, _nuts_transition, _tree_rng,
 )
+from ckam_bench.samplers.nuts_tree import _nuts_work
 from ckam_bench.targets.base import Target
 
 ESTIMATORS = ("fisher", "variance", "low_rank", "reference_diag", "reference_dense")

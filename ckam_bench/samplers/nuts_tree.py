@@ -91,6 +91,13 @@ def _add_row(work, dst, src):
     work[dst] += work[src]
 
 
+@jit.jitable(inline=True)
+def _copy_end(work, dst, src):
+    """The trajectory end (x, p, g: three consecutive rows) at row ``src`` into row ``dst``."""
+    for r in range(3):
+        _copy_row(work, dst + r, src + r)
+
+
 def _fill_loop(v, value):
     for j in range(v.shape[0]):
         v[j] = value
