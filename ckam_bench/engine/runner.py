@@ -50,8 +50,10 @@ than 80 % of a core is marked ``contended`` in its status.
 for a healthy run) and ``flag_notes`` (flag → sentence) from :meth:`Runner.flags` — ``stuck``
 (no accepted move over the last 10 % of the iterations, at least 100), ``nonfinite_proposals``
 (every proposal of that stretch non-finite), ``nonfinite_state`` (the chain's state or log
-density became NaN or ±inf). The end-of-run line, ``ckam-bench-figures``, the HTML report and
-the ranking show them (:mod:`ckam_bench.report.ranking`).
+density became NaN or ±inf) — and ``divergent`` (divergent transitions after the warm-up:
+``Block.divergent``, or the sampler's ``ckam_divergent`` hook, called off the clock), a
+*warning*: the run's values stand but are suspect. The end-of-run line, ``ckam-bench-figures``,
+the HTML report and the ranking show them (:mod:`ckam_bench.report.ranking`).
 
 **Loops.** ``status.json``'s ``provenance.loops`` says which loops actually ran — ``compiled``,
 ``python`` or ``mixed`` — counted per block from the compiled kernels' calls
@@ -73,6 +75,7 @@ chain's state (``resumable = False``) restarts a killed run from its first itera
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal
 import threading
@@ -338,6 +341,7 @@ class Runner:
         kernels = jit.KERNEL_CALLS
         with self.timer.running():
             self.chain, block = self.sampler.advance(self.chain, n)
+        block = sampler_divergences(self.sampler, self.chain, block)  # off the clock
         self.tally.record(block, self.chain, compiled=jit.KERNEL_CALLS > kernels)
         if block.samples.shape[0]:
             for metric in self.metrics.values():
@@ -365,6 +369,28 @@ def sampler_block_seconds(sampler) -> float:
         raise PluginError(f"{cls.__module__}.{cls.__qualname__}.ckam_block_seconds must be a number of "
                           f"seconds in [0, 60], got {value!r}")
     return float(value)
+
+
+def sampler_divergences(sampler, chain, block):
+    """``block`` with ``divergent`` from the sampler's ``ckam_divergent(chain, n)`` hook when
+    the block has none and the sampler has the hook; the result checked: n booleans (or None:
+    not known)."""
+    hook = getattr(sampler, "ckam_divergent", None)
+    if block.divergent is not None or not callable(hook) or not block.n:
+        return block
+    value = hook(chain, block.n)
+    if value is None:
+        return block
+    where = f"{type(sampler).__module__}.{type(sampler).__qualname__}.ckam_divergent"
+    try:
+        flags = np.asarray(value)
+    except (TypeError, ValueError):
+        flags = None
+    if flags is None or flags.shape != (block.n,) or flags.dtype.kind not in "biu" or (
+            flags.dtype.kind != "b" and not np.isin(flags, (0, 1)).all()):
+        got = f"shape {flags.shape}, dtype {flags.dtype}" if flags is not None else type(value).__name__
+        raise PluginError(f"{where} must return {block.n} booleans (one per iteration of the block), got {got}")
+    return dataclasses.replace(block, divergent=flags.astype(bool))
 
 
 def _pin_numba(threads: int) -> dict:

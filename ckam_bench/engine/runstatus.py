@@ -36,6 +36,7 @@ def trace_row(run, wall: float) -> dict:
         "n_nonfinite": tally.n_nonfinite,
         "n_jitter": tally.n_jitter,
         **tally.acceptance(),
+        **tally.divergences(),
         "step_size": tally.last_step,
         "noise": tally.last_noise,
         "iters_per_second": ratio(tally.iterations, clock),
@@ -87,6 +88,7 @@ def status(run, state: str, reason: str, wall: float) -> dict:
             "n_density": run.target.n_density,
             "n_grad": run.target.n_grad,
             "n_nonfinite": tally.n_nonfinite,
+            **{k: int(v) for k, v in tally.divergences().items()},
             "checkpoints": len(run.rows),
         },
         # the sampler thread got less than 80 % of a core while its clock ran: another

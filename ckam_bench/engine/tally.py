@@ -10,13 +10,16 @@ import numpy as np
 
 from ckam_bench import jit
 from ckam_bench.metrics.buffer import ThinningBuffer
-from ckam_bench.targets.base import constrained_columns
+from ckam_bench.targets.base import PluginError, constrained_columns
 
 DIAG_COLUMNS = ("iteration", "phase", "accepted", "accept_prob", "step_size", "noise", "logp")
 STUCK_FRACTION = 0.1
 STUCK_MIN = 100
 """A run is flagged ``stuck`` when no move was accepted over its last STUCK_FRACTION of the
 iterations (at least STUCK_MIN iterations, or the whole run when it is shorter)."""
+WARNINGS = ("divergent",)
+"""Flags that mark a run's values as suspect without voiding them (the others — a stuck chain,
+non-finite proposals or state — void its ESS and cost to accuracy in the reports)."""
 _COUNTS = ("iterations", "n_collected", "n_nonfinite", "n_jitter")
 _HEALTH = (("since_accept", 0), ("since_finite", 0), ("nonfinite_at", -1), ("blocks", 0),
            ("compiled_blocks", 0))
@@ -40,6 +43,8 @@ class Tally:
         self.iterations = self.n_collected = self.n_nonfinite = self.n_jitter = 0
         self.accepted_by_phase = np.zeros(len(phases), dtype=np.int64)
         self.iters_by_phase = np.zeros(len(phases), dtype=np.int64)
+        # divergent transitions per phase; None until a block reports them (Block.divergent)
+        self.divergent_by_phase = None
         self.last_step = self.last_noise = math.nan
         # health (see flags()): trailing iterations without an accepted move / in blocks whose
         # every proposal was non-finite; the first iteration after which the chain's state or
@@ -66,6 +71,17 @@ class Tally:
         else:
             self.iters_by_phase += np.bincount(block.phase, minlength=k)[:k]
             self.accepted_by_phase += np.bincount(block.phase[block.accepted], minlength=k)[:k]
+        divergent = getattr(block, "divergent", None)  # a block of an older plugin has none
+        if divergent is not None:
+            divergent = np.asarray(divergent)
+            if divergent.shape != (n,) or divergent.dtype.kind not in "biu":
+                raise PluginError(f"Block.divergent must be {n} booleans (one per iteration), got "
+                                  f"shape {divergent.shape}, dtype {divergent.dtype}")
+            if self.divergent_by_phase is None:
+                self.divergent_by_phase = np.zeros(k, dtype=np.int64)
+            hits = divergent.astype(bool)
+            self.divergent_by_phase += (np.bincount(block.phase[hits], minlength=k)[:k] if k > 1
+                                        else np.array([np.count_nonzero(hits)]))
         if n:
             self.last_step = float(block.step_size[-1])
             self.last_noise = float(block.noise[-1])
@@ -95,6 +111,15 @@ class Tally:
             out[f"acceptance_{phase}"] = ratio(self.accepted_by_phase[i], self.iters_by_phase[i])
         return out
 
+    def divergences(self) -> dict:
+        """``n_divergent`` over the run and ``divergent_<phase>`` per phase, for a sampler whose
+        blocks report divergences (else empty)."""
+        if self.divergent_by_phase is None:
+            return {}
+        out = {"n_divergent": float(self.divergent_by_phase.sum())}
+        out.update({f"divergent_{phase}": float(c) for phase, c in zip(self.phases, self.divergent_by_phase)})
+        return out
+
     def flags(self) -> dict[str, str]:
         """The run's health flags, each with a sentence (empty for a healthy run):
 
@@ -104,7 +129,11 @@ class Tally:
           (or gradient). The flags are about the collected chain: ``Block.n_nonfinite`` counts
           its proposals only (at most one per iteration; parallel tempering leaves out its
           tempered chains), and a block counts when its count reaches its iterations;
-        * ``nonfinite_state``: the chain's state or its log density became NaN or ±inf.
+        * ``nonfinite_state``: the chain's state or its log density became NaN or ±inf;
+        * ``divergent`` (a warning, :data:`WARNINGS`): transitions of the collected phase (the
+          last of ``phases``: after the warm-up) diverged — their trajectories left the
+          region where the integrator is accurate, so the chain may under-explore it (Stan's
+          warning after any such divergence). Divergences during the warm-up are not flagged.
 
         A stuck chain's ESS and MCSE are meaningless (a constant chain has no variance): the
         reports show the flag and no ESS or MCSE for such a run."""
@@ -120,6 +149,10 @@ class Tally:
         if self.nonfinite_at >= 0:
             out["nonfinite_state"] = (f"the chain's state or log density was not finite after "
                                       f"iteration {self.nonfinite_at}")
+        if self.divergent_by_phase is not None and self.divergent_by_phase[-1] > 0:
+            hits, of = int(self.divergent_by_phase[-1]), int(self.iters_by_phase[-1])
+            after = " after the warm-up" if len(self.phases) > 1 else ""
+            out["divergent"] = f"{hits} of the {of} transitions{after} diverged ({hits / of:.2%})"
         return out
 
     def loops(self, target, sampler: str) -> tuple[str, str]:
@@ -187,6 +220,8 @@ class Tally:
         arrays["head"] = self.head[: self.n_head]
         arrays["accepted_by_phase"] = self.accepted_by_phase
         arrays["iters_by_phase"] = self.iters_by_phase
+        if self.divergent_by_phase is not None:
+            arrays["divergent_by_phase"] = self.divergent_by_phase
         meta = {key: getattr(self, key) for key in _COUNTS}
         meta.update({"last_step": self.last_step, "last_noise": self.last_noise})
         meta.update({key: getattr(self, key) for key, _ in _HEALTH})
@@ -204,6 +239,8 @@ class Tally:
         self.head[: self.n_head] = head
         self.accepted_by_phase = arrays["accepted_by_phase"].astype(np.int64)
         self.iters_by_phase = arrays["iters_by_phase"].astype(np.int64)
+        if "divergent_by_phase" in arrays:  # older resume states lack it
+            self.divergent_by_phase = arrays["divergent_by_phase"].astype(np.int64)
         for key in _COUNTS:
             setattr(self, key, int(meta[key]))
         for key, default in _HEALTH:

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ckam_bench.engine import store
+from ckam_bench.engine.tally import WARNINGS
 from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _stored_values  # noqa: F401
 
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
@@ -153,8 +154,18 @@ class StoredRun:
 
     @property
     def flags(self) -> dict[str, str]:
-        """The runner's health flags of this run (``status.json``: ``flags``, ``flag_notes``):
-        flag name → sentence, empty for a healthy run (see :meth:`ckam_bench.engine.runner.Runner.flags`)."""
+        """The runner's flags that void this run's values (``status.json``: ``flags``,
+        ``flag_notes``; a stuck chain, non-finite proposals or state): flag name → sentence,
+        empty for a healthy run (see :meth:`ckam_bench.engine.runner.Runner.flags`)."""
+        return {k: v for k, v in self._all_flags().items() if k not in WARNINGS}
+
+    @property
+    def warnings(self) -> dict[str, str]:
+        """The runner's warning flags of this run (:data:`ckam_bench.engine.tally.WARNINGS`:
+        divergences after the warm-up): its values stand, marked as suspect."""
+        return {k: v for k, v in self._all_flags().items() if k in WARNINGS}
+
+    def _all_flags(self) -> dict[str, str]:
         notes = self.status.get("flag_notes") or {}
         return {str(name): str(notes.get(name, name)) for name in self.status.get("flags") or ()}
 

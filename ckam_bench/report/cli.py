@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loaded {len(results.runs)} runs in {len(results.groups())} configuration "
               f"groups from {args.results}")
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
-        for name, note in run.flags.items():
+        for name, note in {**run.flags, **run.warnings}.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
     settings = Settings(x=args.x, band=args.band, rank_by=args.rank_by)
     try:

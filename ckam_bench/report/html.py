@@ -196,7 +196,7 @@ def _inventory(results: Results) -> str:
             mark = "⚠ non-diminishing" if run.adaptation == "non-diminishing" else run.adaptation
             if (status.get("sampler_info") or {}).get("exact") is False:
                 mark += " ⚠ biased by design"
-            flags = "; ".join(f"{FLAG_MARK} {k}: {v}" for k, v in run.flags.items())
+            flags = "; ".join(f"{FLAG_MARK} {k}: {v}" for k, v in {**run.flags, **run.warnings}.items())
             cells = [group.target, group.label, run.sampler, run.seed, run.state,
                      status.get("reason", ""), flags, use,
                      ", ".join(f"{k}={v}" for k, v in budget.items() if v is not None),
@@ -207,7 +207,8 @@ def _inventory(results: Results) -> str:
                      versions.get("ckam-bench") or versions.get("ckam_bench") or "", source,
                      prov.get("loops", ""), prov.get("hostname", ""), run.path]
             cls = ' class="left-out"' if id(run) not in used else ""
-            cls = ' class="warn"' if (run.adaptation == "non-diminishing" or run.flags) and not cls else cls
+            warn = run.adaptation == "non-diminishing" or run.flags or run.warnings
+            cls = ' class="warn"' if warn and not cls else cls
             rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
         first = group.runs[0]
         provenance = {k: v for k, v in first.status.items()
@@ -357,13 +358,14 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
         parts.append(f'<p class="warn">{FLAG_MARK} These configurations are flagged by the '
                      f"report's checks (seeds that disagree: R-hat > {ranking.RHAT_LIMIT}; b² "
                      f"off: a final moment error more than {ranking.BIAS_SIGMAS:g} of the run's "
-                     "own MCSEs): they rank below every unflagged configuration.</p><ul>" + "".join(
+                     "own MCSEs; divergent: transitions diverged after the warm-up): their values "
+                     "are shown as measured, and they rank below every unflagged configuration.</p><ul>" + "".join(
                          f"<li>{esc(g.target)}: {esc(g.label)}: "
                          + esc("; ".join(found.values())) + "</li>" for g, found in checked)
                      + "</ul>")
     else:
         parts.append("<p>No configuration was flagged by the report's checks (seeds that "
-                     "disagree, b² off the reference).</p>")
+                     "disagree, b² off the reference, divergences after the warm-up).</p>")
     unknown = sorted({g.label for g in groups if all(r.adaptation == "unknown" for r in g.runs)})
     if unknown:
         parts.append(f'<p class="note">Kind of adaptation not recorded for: '

@@ -67,7 +67,10 @@ note lists the runs and why.
   and it is ≈ χ²₁ for a correct sampler; the run is flagged when b² · n_eff > 10² = 100. (A
   χ²₁ exceeds 100 with probability 2·10⁻²³; taking the smallest ESS and applying it to the
   second moments too makes the rule lenient by the ratio of ESSs, and 10 MCSEs leaves room for
-  an ESS overestimated several-fold.) Needs the trace columns ``bias2`` and ``ess_min``.
+  an ESS overestimated several-fold.) Needs the trace columns ``bias2`` and ``ess_min``;
+* ``divergent``: a run's transitions diverged after its warm-up (the runner's warning flag,
+  :data:`ckam_bench.engine.tally.WARNINGS`): its trajectories left the region where the
+  integrator is accurate, so its chain may not have explored there; the values stand.
 
 Other modules add checks to :data:`GROUP_CHECKS` (the posteriordb suite: "fails the
 reference"). A group with a report flag is marked like a runner-flagged one (⚠ and the flag in its label, a
@@ -497,7 +500,8 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     if checked:
         notes.append(f"{FLAG_MARK} flagged by the report's checks (seeds that disagree: R-hat > "
                      f"{RHAT_LIMIT}; b² off: a final moment error more than {BIAS_SIGMAS:g} of the "
-                     "run's own MCSEs; ranked below every unflagged configuration): " + "; ".join(
+                     "run's own MCSEs; divergent: transitions diverged after the warm-up; ranked "
+                     "below every unflagged configuration): " + "; ".join(
                          f"{g.label}: " + "; ".join(v for v in found.values()) for g, found in checked))
     if any(g.flagged or checks[g.key] for g in groups):
         notes.append("a flagged configuration ranks below every unflagged one; ties go to the "
@@ -578,6 +582,11 @@ def report_flags(group: Group) -> dict[str, str]:
         if found:
             out[name] = found
             short.append(name)
+    diverged = [(run.seed, run.warnings["divergent"]) for run in group.runs if "divergent" in run.warnings]
+    if diverged:
+        out["divergent"] = "divergent after the warm-up: " + "; ".join(
+            f"{note} (seed {seed})" for seed, note in diverged)
+        short.append(f"divergent ({len(diverged)}/{len(group.runs)} seeds)")
     off = [(run.seed, bias_sigmas(run.trace)) for run in group.runs]
     off = [(seed, z) for seed, z in off if z > BIAS_SIGMAS]
     if off:

@@ -61,6 +61,10 @@ class Block:
     n_jitter : proposal covariances that needed a jitter to be positive definite.
     logp : (n,) float or None, log π of the chain's state after iteration i (the log-target
         trace figures); None when the sampler does not record it (stored as NaN).
+    divergent : (n,) bool or None, whether iteration i's trajectory diverged (Hamiltonian
+        samplers: an energy error beyond the sampler's limit, or a non-finite step); None when
+        the sampler has no such notion. Divergences in the collected phase (the last of
+        ``phases``) flag the run ``divergent`` (:meth:`ckam_bench.engine.tally.Tally.flags`).
     """
 
     samples: np.ndarray
@@ -72,6 +76,7 @@ class Block:
     n_nonfinite: int = 0
     n_jitter: int = 0
     logp: np.ndarray | None = None
+    divergent: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -172,6 +177,12 @@ class Sampler:
     leaves a compiled library loop for Python at a fixed cost per call (the JAX peers: a
     dispatch, a copy of the records, cold caches afterwards), so that its harness cost per
     gradient stays its library's own. 0: the run's ``block_seconds``."""
+
+    # An optional hook, ``ckam_divergent(state, n) -> (n,) bool``: whether each of the n
+    # iterations of the block ``advance`` just returned diverged, for a sampler whose library
+    # keeps that off the chain (nutpie's trace), or None when not known. The runner calls it off
+    # the sampler clock, only when the block's ``divergent`` is None, and checks its result
+    # (ckam_bench.engine.runner.sampler_divergences).
 
     def init(self, target: Target, x0, rng: np.random.Generator):  # pragma: no cover
         raise TypeError(f"{type(self).__name__} must implement init")

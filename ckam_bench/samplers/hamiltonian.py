@@ -176,10 +176,10 @@ class GradientSampler(Sampler):
         return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in}
 
 
-def _block(phase, samples, accepted, accept_prob, step_size, logps, n_nonfinite) -> Block:
+def _block(phase, samples, accepted, accept_prob, step_size, logps, n_nonfinite, divergent=None) -> Block:
     return Block(samples=samples, accepted=accepted, accept_prob=accept_prob, phase=phase,
                  step_size=step_size, noise=np.full(phase.shape[0], np.nan),
-                 n_nonfinite=int(n_nonfinite), logp=logps)
+                 n_nonfinite=int(n_nonfinite), logp=logps, divergent=divergent)
 
 
 

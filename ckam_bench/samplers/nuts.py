@@ -388,7 +388,8 @@ def _nuts_loop(f, transition, x, logp, g, step, minv, da, wf, t0, burn_in, windo
     Welford state ``wf`` (all updated in place). Each iteration draws from the generator ``rng``
     d uniforms for the momentum's normals (``quantile`` = Φ⁻¹), then the tree's draws as it uses
     them (``transition``: :func:`_nuts_transition`, or :func:`_nuts_steps`). Returns (x, logp, g,
-    step, samples, n_collected, accepted, accept_prob, steps, logps, n_evals, n_divergent, depths)."""
+    step, samples, n_collected, accepted, accept_prob, steps, logps, n_evals, divergent, depths)
+    (``divergent``: whether iteration i's trajectory diverged)."""
     d = x.shape[0]
     samples = np.empty((n, d))
     accepted = np.zeros(n, dtype=np.bool_)
@@ -397,7 +398,8 @@ def _nuts_loop(f, transition, x, logp, g, step, minv, da, wf, t0, burn_in, windo
     x, g = x.copy(), g.copy()
     work = _nuts_work(max_depth, d)
     x_old = np.empty(d)
-    n_collected = n_evals = n_divergent = 0
+    n_collected = n_evals = 0
+    diverged = np.zeros(n, dtype=np.bool_)
     last_window = window_ends[window_ends.shape[0] - 1] if window_ends.shape[0] > 0 else -1
     for i in range(n):
         t = t0 + i
@@ -410,7 +412,7 @@ def _nuts_loop(f, transition, x, logp, g, step, minv, da, wf, t0, burn_in, windo
         _copy(x_old, x)
         logp, stat, n_lf, divergent, depth, _, _ = transition(f, x, logp, g, p, minv, step, rng, max_depth, work)
         n_evals += n_lf
-        n_divergent += divergent
+        diverged[i] = divergent
         moved = False
         for j in range(d):
             if x[j] != x_old[j]:
@@ -439,7 +441,7 @@ def _nuts_loop(f, transition, x, logp, g, step, minv, da, wf, t0, burn_in, windo
             samples[n_collected] = x
             n_collected += 1
     return (x, logp, g, step, samples, n_collected, accepted, accept_prob, steps, logps, n_evals,
-            n_divergent, depths)
+            diverged, depths)
 
 
 if jit.AVAILABLE:
@@ -482,8 +484,6 @@ class NUTSState(GradientState):
     """Diagonal inverse metric M⁻¹ (variances), shape (d,)."""
     welford: np.ndarray
     """Welford state of the current slow window, shape (2d + 1,)."""
-    n_divergent: int = 0
-    """Divergent transitions so far."""
     mean_depth: float = 0.0
     """Mean tree depth of the last block."""
 
@@ -551,17 +551,16 @@ class NUTS(GradientSampler, _DualAveraging):
             transition = _nuts_transition if not self._compiled_steps else functools.partial(
                 _nuts_steps, tree_rng=_tree_rng(self.rng), ts=np.zeros(TS_SIZE))
             out = _nuts_loop(self._density_and_grad(), transition, *args, ndtri, *params)
-        (x, logp, g, step, samples, k, accepted, accept_prob, steps, logps, n_evals, n_div, depths) = out
+        (x, logp, g, step, samples, k, accepted, accept_prob, steps, logps, n_evals, diverged, depths) = out
         self._count(n_evals)
-        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0)
+        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0,
+                       divergent=diverged)
         new = NUTSState(x=x, logp=float(logp), t=state.t + n, grad=g, step=float(step), adapt=da,
-                        inv_metric=minv, welford=wf, n_divergent=state.n_divergent + int(n_div),
-                        mean_depth=float(np.mean(depths)) if n else 0.0)
+                        inv_metric=minv, welford=wf, mean_depth=float(np.mean(depths)) if n else 0.0)
         return new, block
 
     def trace_columns(self, state: NUTSState) -> dict:
-        return {"step": float(state.step), "n_divergent": float(state.n_divergent),
-                "tree_depth": float(state.mean_depth)}
+        return {"step": float(state.step), "tree_depth": float(state.mean_depth)}
 
     def describe(self) -> dict:
         return {**super().describe(), "max_depth": self.max_depth, "target_accept": self.target_accept,

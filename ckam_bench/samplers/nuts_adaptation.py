@@ -313,7 +313,8 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
     """n NUTS iterations from global iteration ``t0`` with the warm-up of ``params``
     (module docstring; ``metric``, ``da``, ``est``, ``sched`` updated in place, a low-rank
     metric replaced). Returns (x, logp, g, step, metric, samples, n_collected, accepted,
-    accept_prob, steps, logps, n_evals, n_divergent, depths)."""
+    accept_prob, steps, logps, n_evals, divergent, depths)
+    (``divergent``: whether iteration i's trajectory diverged)."""
     d = x.shape[0]
     samples = np.empty((n, d))
     accepted = np.zeros(n, dtype=np.bool_)
@@ -322,7 +323,8 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
     x, g = x.copy(), g.copy()
     work = _nuts_work(max_depth, d)
     y, gy, p = np.empty(d), np.empty(d), np.empty(d)
-    n_collected = n_evals = n_divergent = 0
+    n_collected = n_evals = 0
+    diverged = np.zeros(n, dtype=np.bool_)
     jitter = params[P_JITTER]
     nutpie = int(params[P_SCHEDULE]) == NUTPIE
     step_only = int(params[P_SCHEDULE]) == STEP_SIZE
@@ -340,7 +342,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
         logp, stat, n_lf, divergent, depth, sym, index = transition(f, y, logp, gy, p, metric, eps, rng, max_depth,
                                                                     work)
         n_evals += n_lf
-        n_divergent += divergent
+        diverged[i] = divergent
         if index != 0:
             _end(metric, y, gy, x, g)
         accepted[i] = index != 0
@@ -366,7 +368,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
             samples[n_collected] = x
             n_collected += 1
     return (x, logp, g, step, metric, samples, n_collected, accepted, accept_prob, steps, logps, n_evals,
-            n_divergent, depths)
+            diverged, depths)
 
 
 def _steps(f, x, logp, g, p, minv, step, rng, max_depth, work, *, tree_rng, ts):
@@ -403,8 +405,6 @@ class AdaptedNUTSState(GradientState):
     """The estimator state (:mod:`~ckam_bench.adaptation.fisher`: a diagonal pair, or a draw buffer)."""
     schedule: np.ndarray
     """The schedule's state: main window size, last metric update, first change pending."""
-    n_divergent: int = 0
-    """Divergent transitions so far."""
     mean_depth: float = 0.0
     """Mean tree depth of the last block."""
 
@@ -564,14 +564,14 @@ class AdaptedNUTS(NUTS):
             transition = _nuts_transition if not self._compiled_steps else functools.partial(
                 _steps, tree_rng=_tree_rng(self.rng), ts=np.zeros(TS_SIZE))
             out = _adapted_loop(self._density_and_grad(), transition, *args, ndtri, int(n), self._params())
-        (x, logp, g, step, metric, samples, k, accepted, accept_prob, steps, logps, n_evals, n_div, depths) = out
+        (x, logp, g, step, metric, samples, k, accepted, accept_prob, steps, logps, n_evals, diverged, depths) = out
         if metric.ndim == 2:  # the work rows: no part of the state
             metric[nuts_metric.X:nuts_metric.U] = 0.0
         self._count(n_evals)
-        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0)
+        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0,
+                       divergent=diverged)
         new = AdaptedNUTSState(x=x, logp=float(logp), t=state.t + n, grad=g, step=float(step), adapt=da,
                                inv_metric=metric, estimator=est, schedule=sched,
-                               n_divergent=state.n_divergent + int(n_div),
                                mean_depth=float(np.mean(depths)) if n else 0.0)
         return new, block
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from importlib import metadata
@@ -126,8 +127,6 @@ class PeerState(ChainState):
     nutpie: none, its state lives on its thread)."""
     step: float = math.nan
     """Step size of the last iteration."""
-    n_divergent: int = 0
-    """Divergent transitions so far (JAX peers)."""
     mean_steps: float = 0.0
     """Mean leapfrog steps per iteration of the last block."""
 
@@ -225,17 +224,15 @@ class _JaxPeer(Sampler):
         phase = (np.arange(state.t, state.t + n) >= self.burn_in).astype(np.int8)
         block = Block(samples=X[phase == 1].copy(), accepted=moved, accept_prob=rec["accept_prob"].astype(float),
                       phase=phase, step_size=rec["step_size"].astype(float), noise=np.full(n, np.nan),
-                      logp=rec["logp"].astype(float))
+                      logp=rec["logp"].astype(float), divergent=rec["diverging"].astype(bool))
         leaves = jax.tree_util.tree_leaves(carry)
         new = PeerState(x=X[-1].copy(), logp=float(rec["logp"][-1]), t=state.t + n,
                         library_state=_leaves_dict(leaves), step=float(rec["step_size"][-1]),
-                        n_divergent=state.n_divergent + int(np.count_nonzero(rec["diverging"])),
                         mean_steps=float(steps.mean()))
         return new, block
 
     def trace_columns(self, state: PeerState) -> dict:
-        return {"step": float(state.step), "n_divergent": float(state.n_divergent),
-                "mean_leapfrog": float(state.mean_steps)}
+        return {"step": float(state.step), "mean_leapfrog": float(state.mean_steps)}
 
     def describe(self) -> dict:
         return {"adaptation": "finite" if self.burn_in > 0 else "none", "burn_in": self.burn_in,
@@ -659,6 +656,22 @@ class Nutpie(Sampler):
                       noise=np.full(n, np.nan), n_nonfinite=nonfinite, logp=logps)
         return PeerState(x=X[-1].copy(), logp=float(logps[-1]), t=state.t + n, library_state={},
                          mean_steps=evals / n), block
+
+    def ckam_divergent(self, state: PeerState, n: int):
+        """Whether each of the last ``n`` draws diverged: nutpie's own ``diverging`` statistic,
+        read from its trace (``inspect``) off the sampler clock, after the block's draws are in
+        it (the chain records a draw just after handing it over); None (not known) if this
+        nutpie cannot show its trace."""
+        sampler = getattr(self._background, "_sampler", None)
+        if not callable(getattr(sampler, "inspect", None)):
+            return None
+        for _ in range(2000):  # up to ~2 s for the last draw's record
+            stats = sampler.inspect().get_arrow_trace()[1]
+            if stats and stats[0].num_rows >= state.t:
+                column = stats[0].column("diverging")
+                return np.asarray(column.slice(state.t - n, n), dtype=bool)
+            time.sleep(0.001)
+        raise RuntimeError(f"nutpie's trace does not hold its first {state.t} draws")
 
     def trace_columns(self, state: PeerState) -> dict:
         return {"mean_leapfrog": float(state.mean_steps)}
