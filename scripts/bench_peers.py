@@ -241,8 +241,9 @@ CHEAP_US = 20.0  # a gradient this cheap or cheaper: the CPU-second goal applies
 
 def suite_rows(root) -> "list[dict]":
     """One row per stored posteriordb run under ``root``: posterior, sampler config, seed,
-    gradients and CPU seconds to b² < 0.01 for good (∞: never), min ESS per gradient and CPU µs
-    per gradient at the end of the budget."""
+    gradients and CPU seconds to b² < 0.01 for good (∞: never), whether the run was flagged
+    ``divergent`` (transitions after the warm-up diverged), min ESS per gradient and CPU µs per
+    gradient at the end of the budget."""
     from ckam_bench.report.aggregate import load_results
     from ckam_bench.report.posteriordb_suite import _posterior, run_evaluations
     from ckam_bench.report.ranking import cost_to_accuracy
@@ -262,6 +263,8 @@ def suite_rows(root) -> "list[dict]":
             to_acc = cpu_to_acc = math.inf
         rows.append({"posterior": name, "sampler": run.choices.get("sampler") or run.sampler, "seed": run.seed,
                      "grads_to_acc": to_acc, "cpu_to_acc": cpu_to_acc,
+                     # runs stored before the flag existed did not record it: NaN
+                     "divergent": float("divergent" in run.warnings) if "divergent_sampling" in trace else math.nan,
                      "ess_per_grad": float(last["ess_min"]) / grads if grads > 0 else math.nan,
                      "us_per_grad": 1e6 * cpu / grads if grads > 0 else math.nan})
     return rows
@@ -327,7 +330,8 @@ def suite_tables(root) -> str:
         return f"no posteriordb runs under {root}"
     med = df.groupby(["posterior", "sampler"]).agg(
         grads=("grads_to_acc", _median), cpu=("cpu_to_acc", _median), ess=("ess_per_grad", _median),
-        us=("us_per_grad", _median), seeds=("seed", "nunique")).reset_index()
+        us=("us_per_grad", _median), seeds=("seed", "nunique"), divergent=("divergent", "sum"),
+        recorded=("divergent", "count")).reset_index()
     cell = {(r.posterior, r.sampler): r for r in med.itertuples()}
     posteriors = sorted(df.posterior.unique())
     present = [s for s in ESTIMATOR_ROWS if s in set(df.sampler)]
@@ -359,7 +363,7 @@ def suite_tables(root) -> str:
     peers = [q for q in CPU_PEERS if q in set(df.sampler)]
     ours_rows = [s for s in OURS if s in set(df.sampler)]
     head = ["posterior", *(f"µs/grad ({s})" for s in ours_rows)] + [f"{a} / {b} grads" for a, b in PAIRS] + \
-        [f"{s} / {q} CPU-s" for s in ours_rows for q in peers]
+        [f"{s} / {q} CPU-s" for s in ours_rows for q in peers] + ["divergent after warm-up (seeds)"]
     lines += ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
     ratios = {f"{a}/{b}": [] for a, b in PAIRS}
     cpu_ratios = {(s, q): [] for s in ours_rows for q in peers}
@@ -384,6 +388,10 @@ def suite_tables(root) -> str:
                 value = ours.cpu / y.cpu
                 cpu_ratios[(s, q)].append(value)
                 row.append("∞" if math.isinf(value) else f"{value:.2f}")
+        shown = [r for s in sorted({*ours_rows, *peers, *(x for pair in PAIRS for x in pair)})
+                 if (r := cell.get((p, s))) is not None]
+        row.append(", ".join(f"{r.sampler} {int(r.divergent)}/{int(r.recorded)}" for r in shown if r.divergent)
+                   or ("none" if shown and all(r.recorded for r in shown) else "not recorded"))
         lines.append("| " + " | ".join(row) + " |")
     for key, values in ratios.items():
         finite = [v for v in values if not math.isnan(v)]

@@ -80,20 +80,25 @@ def test_suite_cpu_goal_compares_each_of_our_nuts_with_each_peer(tmp_path, monke
     reach = np.r_[np.full(4, 0.5), np.full(6, 0.001)]  # b² < 0.01 from checkpoint 4 for good
     times = np.geomspace(0.05, 2.0, 10)
     # n_grad per run: cheap (1 µs per gradient at the end) except nuts_lowrank on gmm2d (100 µs)
+    # runs flagged divergent: nutpie on gmm2d; on bimodal the divergences were not recorded
     for target in ("bimodal", "gmm2d"):
         for sampler, scale in (("nuts_fisher", 1.0), ("nuts_lowrank", 0.5), ("nutpie", 2.0)):
             grads = times * 1e6 * (0.01 if (sampler, target) == ("nuts_lowrank", "gmm2d") else 1.0)
+            flagged = (sampler, target) == ("nutpie", "gmm2d")
+            recorded = {"divergent_sampling": np.full(10, float(flagged))} if target == "gmm2d" else {}
             make_run(tmp_path, target, sampler, sampler_node=AM_NODE,
-                     columns={"bias2": reach, "n_grad": grads, "sampler_cpu_seconds": times * scale})
+                     columns={"bias2": reach, "n_grad": grads, "sampler_cpu_seconds": times * scale, **recorded},
+                     status_extra={"flags": ["divergent"], "flag_notes": {"divergent": "1 of 9"}} if flagged else None)
     out = bench.suite_tables(tmp_path)
     lines = out.splitlines()
     head = next(line for line in lines if line.startswith("| posterior | µs/grad"))
-    assert [c.strip() for c in head.strip("|").split("|")][-2:] == ["nuts_fisher / nutpie CPU-s",
-                                                                  "nuts_lowrank / nutpie CPU-s"]
+    assert [c.strip() for c in head.strip("|").split("|")][-3:] == ["nuts_fisher / nutpie CPU-s",
+                                                                  "nuts_lowrank / nutpie CPU-s",
+                                                                  "divergent after warm-up (seeds)"]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
             for line in lines if line.startswith("| p-")}
-    assert rows["p-bimodal"][-2:] == ["0.50", "0.25"]
-    assert rows["p-gmm2d"][-2:] == ["0.50", "–"]  # 100 µs per gradient: not a cheap posterior
+    assert rows["p-bimodal"][-3:] == ["0.50", "0.25", "not recorded"]
+    assert rows["p-gmm2d"][-3:] == ["0.50", "–", "nutpie 1/1"]  # 100 µs per gradient: not a cheap posterior
     assert "nuts_fisher / nutpie CPU seconds: ahead (< 1) on 2 of 2" in out
     assert "nuts_lowrank / nutpie CPU seconds: ahead (< 1) on 1 of 1" in out
 

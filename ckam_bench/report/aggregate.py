@@ -52,7 +52,7 @@ import pandas as pd
 
 from ckam_bench.engine import store
 from ckam_bench.engine.tally import WARNINGS
-from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _stored_values  # noqa: F401
+from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _first_line, _resolved, _stored_values  # noqa: F401
 
 RUN_KEYS = ("target", "sampler", "kernel", "seed")
 IDENTITY_EXCLUDE = ("seed", "progress", "hydra")  # config keys that do not define a configuration
@@ -296,11 +296,6 @@ def load_results(root: str | Path, include_incomplete: bool = False,
     return Results(root, runs, skipped)
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
 def _parquet_ok(path: Path) -> str | None:
     """None when ``path`` has a readable parquet footer, else the reason."""
     import pyarrow.parquet as pq
@@ -411,26 +406,6 @@ def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[
         except Exception as exc:  # YAML errors have several types
             notes.append(Skipped(folder, f".hydra/hydra.yaml unreadable ({_first_line(exc)})"))
     return config, choices
-
-
-def _resolved(cfg, key, unresolved: dict | None = None, path: str = ""):
-    """``cfg[key]`` with every interpolation that resolves resolved, the others left as text
-    (and recorded in ``unresolved``: dotted path -> (text, first line of the error))."""
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    node = cfg._get_node(key)
-    if isinstance(node, DictConfig):
-        return {k: _resolved(node, k, unresolved, f"{path}.{k}") for k in node}
-    if isinstance(node, ListConfig):
-        return [_resolved(node, i, unresolved, f"{path}[{i}]") for i in range(len(node))]
-    try:
-        value = cfg[key]
-        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
-    except OmegaConfBaseException as exc:
-        if unresolved is not None:
-            unresolved[path] = (str(node._value()), _first_line(exc))
-        return node._value()
 
 
 # ---------------------------------------------------------------------------- grouping

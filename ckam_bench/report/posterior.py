@@ -34,7 +34,7 @@ import numpy as np
 
 from ckam_bench.report.aggregate import Group, Results
 from ckam_bench.report.ranking import Order
-from ckam_bench.report.tables import NA, Table, statistic
+from ckam_bench.report.tables import Table, statistic
 
 MAX_ROWS = 40
 HEADER = ["sampler", "variable", "mean", "sd", "5 %", "95 %", "ESS bulk", "ESS tail", "R-hat",

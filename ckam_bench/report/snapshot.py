@@ -43,3 +43,26 @@ def _stored_values(cfg, status: dict) -> None:
     walk(cfg)
 
 
+def _resolved(cfg, key, unresolved: dict | None = None, path: str = ""):
+    """``cfg[key]`` with every interpolation that resolves resolved, the others left as text
+    (and recorded in ``unresolved``: dotted path -> (text, first line of the error))."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    node = cfg._get_node(key)
+    if isinstance(node, DictConfig):
+        return {k: _resolved(node, k, unresolved, f"{path}.{k}") for k in node}
+    if isinstance(node, ListConfig):
+        return [_resolved(node, i, unresolved, f"{path}[{i}]") for i in range(len(node))]
+    try:
+        value = cfg[key]
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except OmegaConfBaseException as exc:
+        if unresolved is not None:
+            unresolved[path] = (str(node._value()), _first_line(exc))
+        return node._value()
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

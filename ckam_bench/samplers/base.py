@@ -22,7 +22,7 @@ Non-finite log densities at a proposal are rejections and are counted in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

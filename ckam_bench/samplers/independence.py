@@ -124,14 +124,13 @@ class IndependenceMetropolis(Sampler):
         return float(r @ r)
 
     def advance(self, state: IndependenceState, n: int):
-        d, nu, target = self.target.dim, self.df, self.target
+        d, nu = self.target.dim, self.df
         state = replace(state, s1=state.s1.copy(), s2=state.s2.copy(), mean=state.mean.copy(),
                         chol=state.chol.copy())
         z = self.rng.standard_normal((n, d + nu + 1))
         log_u = log_ndtr(z[:, -1])
         rec = BlockRecorder(n, d, max_collect=n)
-        t, half = state.t, self.warmup // 2
-        start = min(max(self.warmup - t, 0), n)  # iterations before the sampling phase
+        start = min(max(self.warmup - state.t, 0), n)  # iterations before the sampling phase
         if start:
             self._warm_up(state, z[:start], log_u[:start], rec)
         if start < n:
@@ -141,7 +140,7 @@ class IndependenceMetropolis(Sampler):
     def _warm_up(self, state: IndependenceState, z, log_u, rec: BlockRecorder) -> None:
         """Warm-up iterations (t < warmup, not collected): the random walk, then independence
         proposals; μ and Σ refitted every ``refit_every`` iterations."""
-        d, nu, target = self.target.dim, self.df, self.target
+        d, target = self.target.dim, self.target
         x, logp, t = state.x, state.logp, state.t
         s, half = 2.38 / math.sqrt(d), self.warmup // 2
         for i in range(z.shape[0]):

@@ -49,7 +49,6 @@ peer is built).
 from __future__ import annotations
 
 import math
-import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -376,83 +375,6 @@ class BlackJAXNUTS(_JaxNUTS):
 
 
 # ---------------------------------------------------------------------------- nutpie
-class _Gate:
-    """Hands nutpie's thread ``n`` draws at a time. The density callback waits while the granted
-    draws are done; the expansion callback records each draw and wakes ``advance`` at the last."""
-
-    def __init__(self):
-        self.cond = threading.Condition()
-        self.quota = 0
-        self.done = 0
-        self.evals = 0
-        self.nonfinite = 0
-        self.draws: list[np.ndarray] = []
-        self.logps: list[float] = []
-        self.values: dict[bytes, float] = {}  # log π at the points evaluated since the last draw
-        self.last_logp = math.nan
-        self.closing = False
-
-    def wait_for_quota(self) -> bool:
-        """Called on nutpie's thread once the granted draws are done: waits for the next grant;
-        False once closing."""
-        with self.cond:
-            while self.done >= self.quota and not self.closing:
-                self.cond.wait()
-            return not self.closing
-
-    def record(self, x: np.ndarray) -> None:
-        """Called on nutpie's thread once per draw."""
-        with self.cond:
-            if self.closing:
-                return
-            self.draws.append(np.array(x, dtype=float))
-            # the draw is a point of its trajectory (evaluated) or the previous state
-            self.last_logp = self.values.get(x.tobytes(), self.last_logp)
-            self.values.clear()
-            self.logps.append(self.last_logp)
-            self.done += 1
-            if self.done >= self.quota:
-                self.cond.notify_all()
-
-    def grant(self, n: int, finished) -> tuple[list[np.ndarray], list[float], int, int]:
-        """Let ``n`` more draws happen and wait for them (``finished()`` true: the chain died).
-        Returns the draws, their log densities, the density evaluations and the non-finite ones
-        among them."""
-        with self.cond:
-            self.quota += n
-            self.cond.notify_all()
-            while self.done < self.quota:
-                self.cond.wait(0.2)
-                if self.done < self.quota and finished():
-                    raise RuntimeError("nutpie's chain stopped")
-            draws, self.draws = self.draws, []
-            logps, self.logps = self.logps, []
-            evals, self.evals = self.evals, 0
-            nonfinite, self.nonfinite = self.nonfinite, 0
-        return draws, logps, evals, nonfinite
-
-    def close(self) -> None:
-        with self.cond:
-            self.closing = True
-            self.cond.notify_all()
-
-
-def _finished(background) -> bool:
-    """Whether nutpie's chain has stopped (its error, if it failed, is raised here)."""
-    try:
-        return background.is_finished
-    except TimeoutError:  # nutpie's way of saying "still running"
-        return False
-
-
-def _close(gate: _Gate, background) -> None:
-    gate.close()
-    try:
-        background.cancel()
-    except BaseException:  # noqa: BLE001 - nutpie reports a stopped chain's error again on cancel
-        pass
-
-
 NUTPIE_NUMBA = "nutpie numba (compile_pymc_model)"
 """describe()'s ``density`` of a PyMC target: nutpie's own numba compilation of the model."""
 HARNESS_COMPILED = "harness compiled density"
@@ -613,9 +535,11 @@ class Nutpie(Sampler):
         else:
             from nutpie.compiled_pyfunc import from_pyfunc
 
-            gate = _Gate()
+            from ckam_bench.samplers import nutpie_fallback
+
+            gate = nutpie_fallback.Gate()
             gate.last_logp = float(logp)
-            logp_fn = _python_density(target, gate)
+            logp_fn = nutpie_fallback.python_density(target, gate)
 
             def expand(x):
                 gate.record(x)
@@ -623,7 +547,7 @@ class Nutpie(Sampler):
 
             model = from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [],
                                 make_initial_point_fn=start)
-            close = _close
+            close = nutpie_fallback.close
         self._gate = gate
         self._background = nutpie.sample(
             model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
@@ -641,7 +565,7 @@ class Nutpie(Sampler):
         if self._path.cfuncs is not None:
             from ckam_bench.samplers.nutpie_native import finished
         else:
-            finished = _finished
+            from ckam_bench.samplers.nutpie_fallback import finished
         X, logps, evals, nonfinite = self._gate.grant(n, lambda: finished(background))
         self.target.n_density += evals
         self.target.n_grad += evals
@@ -692,20 +616,3 @@ def _is_pymc(target) -> bool:
     from ckam_bench.targets.pymc import PyMCModel
 
     return isinstance(target, PyMCModel)
-
-
-def _python_density(target: Target, gate: _Gate):
-    """The fallback's ``logp(x) -> (log π(x), ∇log π(x))`` for ``from_pyfunc``: a Python call per
-    evaluation, held by the gate between blocks."""
-
-    def logp(x):
-        if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
-            return -math.inf, np.zeros(x.shape[0])
-        gate.evals += 1
-        value, grad = target._log_density(x), target._grad_log_density(x)
-        if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
-            gate.nonfinite += 1
-        gate.values[x.tobytes()] = value
-        return value, grad
-
-    return logp
