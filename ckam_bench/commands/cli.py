@@ -377,6 +377,9 @@ def run_claimed(runner: Runner, folder: rundir.RunFolder, out_dir: Path) -> dict
 def _app(cfg: DictConfig) -> None:
     global _COMPOSED
     _COMPOSED = True
+    from ckam_bench.samplers.peers import release_compiled
+
+    release_compiled()  # a sweep's earlier jobs in this process: their compiled JAX code
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN

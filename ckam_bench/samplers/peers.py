@@ -110,6 +110,21 @@ def _jax():
     return jax
 
 
+def release_compiled() -> None:
+    """Free what JAX compiled for runs that are over (their targets unreachable): a sweep runs
+    its jobs in one process, and XLA keeps every executable it compiled, each in memory maps of
+    its own (~900 per posterior for the two JAX NUTS peers), until the kernel's limit
+    (vm.max_map_count, 65 530 by default) made LLVM fail with "Cannot allocate memory" after ~70
+    posteriors. Called by the command line before each job; nothing to do before JAX is loaded."""
+    import gc
+    import sys
+
+    gc.collect()  # the finished runs' targets, and with them their entries in _COMPILED
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+        gc.collect()
+
+
 def _check_depth(max_depth) -> int:
     if isinstance(max_depth, bool) or int(max_depth) != max_depth or not 1 <= max_depth <= MAX_DEPTH:
         raise ValueError(f"max_depth must be an integer in [1, {MAX_DEPTH}], got {max_depth}")
