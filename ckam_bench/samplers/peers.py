@@ -120,8 +120,9 @@ def release_compiled() -> None:
     import sys
 
     gc.collect()  # the finished runs' targets, and with them their entries in _COMPILED
-    if "jax" in sys.modules:
-        sys.modules["jax"].clear_caches()
+    clear = getattr(sys.modules.get("jax"), "clear_caches", None)  # None: JAX not loaded (or blocked)
+    if callable(clear):
+        clear()
         gc.collect()
 
 
