@@ -45,9 +45,9 @@ SPD A with A C_g A = C_x,
 
 (on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ (computed as the
 singular pairs of a factor GGᵀ = A, :func:`geometric_mean_factor`, and clipped to the range
-[1/√λmax(C_g), √κmax/wmin] that A·C_g·A = C_x with C_x, C_g ⪰ I allows (κ the eigenvalues
-of C_g^½ C_x C_g^½, w those of C_g): rounding leaves it when a few early draws make the
-eigenvalues span ~16 decades), the eigenpairs with λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
+[1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows: rounding leaves it when
+a few early draws make the eigenvalues span ~16 decades),
+the eigenpairs with λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
 is diag(σ)(I + U(Λ − I)Uᵀ)diag(σ) (:mod:`~ckam_bench.samplers.nuts_metric`): exactly the
 diagonal estimate outside span(U), the geometric mean inside. The draws are kept in a buffer
 (rows [x, g]; row 0 holds the split and end counts) whose foreground is every stored draw and
@@ -177,19 +177,17 @@ def low_rank_count(est, background):
 
 @jit.jitable
 def geometric_mean_factor(cx, cg):
-    """G with GGᵀ = A, the SPD A with A·cg·A = cx (:func:`_factor_and_bounds`)."""
-    return _factor_and_bounds(cx, cg)[0]
+    """G with GGᵀ = A, the SPD A with A·cg·A = cx (:func:`_factor_and_top`)."""
+    return _factor_and_top(cx, cg)[0]
 
 
 @jit.jitable
-def _factor_and_bounds(cx, cg):
-    """(G, λmax(cg), √κmax / wmin): G with GGᵀ = A, the SPD A with A·cg·A = cx. With
-    cg = W diag(w) Wᵀ and K = diag(√w)Wᵀ·cx·W diag(√w) = Z diag(κ) Zᵀ,
-    A = W diag(w^−½) Z diag(κ^½) Zᵀ diag(w^−½) Wᵀ, so G = W diag(w^−½) Z diag(κ^¼): A's
-    eigenpairs are then G's singular pairs, whose values are never negative (forming A first
-    loses its smallest eigenvalues to rounding, even below 0, when cg's eigenvalues span many
-    decades, as a few early draws give). The third value bounds A's spectrum from above:
-    ‖A‖ ≤ ‖diag(w^−½)‖²·‖diag(κ^½)‖ = √κmax / wmin."""
+def _factor_and_top(cx, cg):
+    """(G, λmax(cg)): G with GGᵀ = A, the SPD A with A·cg·A = cx. With cg = W diag(w) Wᵀ and
+    K = diag(√w)Wᵀ·cx·W diag(√w) = Z diag(κ) Zᵀ, A = W diag(w^−½) Z diag(κ^½) Zᵀ diag(w^−½) Wᵀ,
+    so G = W diag(w^−½) Z diag(κ^¼): A's eigenpairs are then G's singular pairs, whose values
+    are never negative (forming A first loses its smallest eigenvalues to rounding, even below
+    0, when cg's eigenvalues span many decades, as a few early draws give)."""
     w, wv = np.linalg.eigh(cg)
     m = w.shape[0]
     half, inv_half = np.empty((m, m)), np.empty((m, m))
@@ -204,7 +202,7 @@ def _factor_and_bounds(cx, cg):
     for i in range(m):
         for j in range(m):
             g[i, j] *= max(kappa[j], 0.0) ** 0.25
-    return g, w[m - 1], math.sqrt(max(kappa[m - 1], 0.0)) / max(w[0], 1e-300)
+    return g, w[m - 1]
 
 
 @jit.jitable
@@ -254,13 +252,13 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
     for i in range(m):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
-    factor, top_g, high = _factor_and_bounds(cx, cg)
+    factor, top_g = _factor_and_top(cx, cg)
     vectors, roots, _ = np.linalg.svd(factor)
-    # A·cg·A = cx with cg ⪰ I bounds A's spectrum below by 1/√λmax(cg) (for a unit eigenvector
-    # v, λ²·vᵀcg·v = vᵀcx·v ≥ 1) and above by √κmax / wmin (_factor_and_bounds); rounding can
-    # leave the range below (the smallest eigenvalues of a product whose eigenvalues span ~16
-    # decades), never the true λ
+    # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
+    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding can leave the range below (the smallest
+    # eigenvalues of a product whose eigenvalues span ~16 decades), never the true λ
     low = 1.0 / math.sqrt(top_g)
+    high = math.sqrt(np.linalg.eigvalsh(cx)[m - 1])
     values = np.empty(m)
     for i in range(m):
         values[i] = min(max(roots[i] * roots[i], low), high)
