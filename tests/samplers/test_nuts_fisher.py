@@ -430,3 +430,22 @@ def test_reference_metric_invariance_and_stationarity(name):
     samples, _ = run_chains(_config(name, burn_in=300), target, 4, 2500, seed=11)
     check_moments(samples, target.mean, target.variance)
     assert_stationary(_config(name, burn_in=200), target, n_chains=60, times=[200, 700], seed=5)
+
+
+def test_low_rank_warm_up_moves_on_earn_height_seed_3(tmp_path):
+    """A regression found by the seed-3 ablation: with an upper clipping bound √κmax/wmin
+    (wmin, the smallest eigenvalue of a C_g spanning many decades, inaccurate) the first
+    low-rank metric of earn_height, from three draws, came out degenerate: ε fell to 1e-145 and
+    the chain never moved. With the bound √λmax(C_x) it moves and nothing is flagged."""
+    pytest.importorskip("pymc")  # the pymc extra; CI installs it
+    import json
+    import subprocess
+
+    run = tmp_path / "run"
+    proc = subprocess.run(["ckam-bench", "experiment=posteriordb",
+                           "target.model=ckam_bench.posteriordb.models:earn_height", "sampler=nuts_lowrank",
+                           "seed=3", "budget.max_grad=3000", "budget.max_density=3000", f"hydra.run.dir={run}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    status = json.loads((run / "status.json").read_text())
+    assert status["flags"] == [] and status["totals"]["iterations"] < 2000, status["flag_notes"]
