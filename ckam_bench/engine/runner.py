@@ -87,7 +87,7 @@ import numpy as np
 from ckam_bench import jit
 from ckam_bench.engine import runstatus, snapshot
 from ckam_bench.engine.budget import UNITS, Budget, SamplerClock, Schedule, checkpoint_times
-from ckam_bench.engine.tally import Tally, ratio
+from ckam_bench.engine.tally import Tally, booleans, ratio
 from ckam_bench.targets.base import PluginError
 
 __all__ = ["Runner", "Budget", "UNITS", "checkpoint_times", "StopRequest"]
@@ -381,16 +381,8 @@ def sampler_divergences(sampler, chain, block):
     value = hook(chain, block.n)
     if value is None:
         return block
-    where = f"{type(sampler).__module__}.{type(sampler).__qualname__}.ckam_divergent"
-    try:
-        flags = np.asarray(value)
-    except (TypeError, ValueError):
-        flags = None
-    if flags is None or flags.shape != (block.n,) or flags.dtype.kind not in "biu" or (
-            flags.dtype.kind != "b" and not np.isin(flags, (0, 1)).all()):
-        got = f"shape {flags.shape}, dtype {flags.dtype}" if flags is not None else type(value).__name__
-        raise PluginError(f"{where} must return {block.n} booleans (one per iteration of the block), got {got}")
-    return dataclasses.replace(block, divergent=flags.astype(bool))
+    where = f"{type(sampler).__module__}.{type(sampler).__qualname__}.ckam_divergent must return"
+    return dataclasses.replace(block, divergent=booleans(value, block.n, where))
 
 
 def _pin_numba(threads: int) -> dict:

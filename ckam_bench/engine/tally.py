@@ -73,13 +73,9 @@ class Tally:
             self.accepted_by_phase += np.bincount(block.phase[block.accepted], minlength=k)[:k]
         divergent = getattr(block, "divergent", None)  # a block of an older plugin has none
         if divergent is not None:
-            divergent = np.asarray(divergent)
-            if divergent.shape != (n,) or divergent.dtype.kind not in "biu":
-                raise PluginError(f"Block.divergent must be {n} booleans (one per iteration), got "
-                                  f"shape {divergent.shape}, dtype {divergent.dtype}")
+            hits = booleans(divergent, n, "Block.divergent must be")
             if self.divergent_by_phase is None:
                 self.divergent_by_phase = np.zeros(k, dtype=np.int64)
-            hits = divergent.astype(bool)
             self.divergent_by_phase += (np.bincount(block.phase[hits], minlength=k)[:k] if k > 1
                                         else np.array([np.count_nonzero(hits)]))
         if n:
@@ -246,6 +242,20 @@ class Tally:
         for key, default in _HEALTH:
             setattr(self, key, int(meta.get(key, default)))  # older resume states lack them
         self.last_step, self.last_noise = float(meta["last_step"]), float(meta["last_noise"])
+
+
+def booleans(value, n: int, where: str) -> np.ndarray:
+    """``value`` as n booleans (bools, or integers 0 and 1), else one :class:`PluginError`
+    line starting with ``where`` (e.g. "Block.divergent must be")."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape != (n,) or a.dtype.kind not in "biu" or (
+            a.dtype.kind != "b" and not np.isin(a, (0, 1)).all()):
+        got = f"shape {a.shape}, dtype {a.dtype}" if a is not None else type(value).__name__
+        raise PluginError(f"{where} {n} booleans (one per iteration of the block), got {got}")
+    return a.astype(bool)
 
 
 def ratio(a, b) -> float:
