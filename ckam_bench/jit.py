@@ -33,16 +33,21 @@ Which loop ran: every call of a compiled kernel (:class:`Kernel`) adds one to
 :class:`Kernel` call it themselves), so the runner can tell, per block, whether a compiled loop
 ran and record it in ``status.json`` (``provenance.loops``: compiled, python or mixed).
 
-numba's disk cache only notices changes to the file that defines a cached function: after
-editing a helper of this module, delete the ``__pycache__/*.nbi`` and ``*.nbc`` files of the
-sampler modules (or touch those modules).
+The disk cache is keyed by the package's source (:class:`PackageSourceLocator`): numba's own
+key is the defining file's modification time and size, which misses a changed helper in another
+module that a cached kernel inlined or called (found after a ``git pull``: a kernel kept the old
+code of a reverted fix). Here a cached function of this package, or one compiled through
+:func:`helper`/:func:`kernel` by a plugin, is also stamped with :func:`source_digest`, the
+SHA-256 of every ``.py`` file of the package; any edit or upgrade recompiles it once.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
+import pathlib
 
 import numpy as np
 
@@ -53,7 +58,7 @@ try:
 except ImportError:  # numba is optional: every sampler falls back to its Python loop
     numba = None
 
-__all__ = ["AVAILABLE", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
+__all__ = ["AVAILABLE", "source_digest", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
            "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled", "record_accept"]
 
@@ -162,8 +167,73 @@ def compiled_log_density(target) -> CompiledDensity | None:
     return wrapped
 
 
+PACKAGE = pathlib.Path(__file__).resolve().parent
+
+
+@functools.cache
+def source_digest() -> str:
+    """SHA-256 of the package's Python source: every ``.py`` file's path and bytes, in path
+    order (computed once per process, ~4 ms)."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+_STAMPED: set = set()
+"""Plain functions compiled through :func:`_njit` (a plugin's helpers and kernels included)."""
+
+
+def _stamped(py_func, py_file) -> bool:
+    try:
+        inside = pathlib.Path(py_file).resolve().is_relative_to(PACKAGE)
+    except (OSError, ValueError):
+        inside = False
+    return inside or py_func in _STAMPED
+
+
+if AVAILABLE:
+    from numba.core import caching as _caching
+
+    class PackageSourceLocator(_caching._CacheLocator):
+        """numba's first suitable cache locator, its freshness stamp extended with
+        :func:`source_digest` for this package's functions (:func:`_stamped`). A stale index
+        reads as empty, so numba recompiles and overwrites it."""
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        def ensure_cache_path(self):
+            self._inner.ensure_cache_path()
+
+        def get_cache_path(self):
+            return self._inner.get_cache_path()
+
+        def get_source_stamp(self):
+            return self._inner.get_source_stamp(), source_digest()
+
+        def get_disambiguator(self):
+            return self._inner.get_disambiguator()
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _stamped(py_func, py_file):
+                return None
+            for other in _caching.CacheImpl._locator_classes:
+                if other is not cls:
+                    inner = other.from_function(py_func, py_file)
+                    if inner is not None:
+                        return cls(inner)
+            return None
+
+    if PackageSourceLocator not in _caching.CacheImpl._locator_classes:
+        _caching.CacheImpl._locator_classes.insert(0, PackageSourceLocator)
+
+
 def _njit(fn, **options):
     """numba.njit with the disk cache when a cache folder is available, else without."""
+    _STAMPED.add(fn)
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # "cannot cache function ...: no locator available"

@@ -222,3 +222,59 @@ def test_without_numba_the_python_loops_run_the_same_chain():
     switched_off = chain_digests(False, {**env, jit.ENV: "0"})
     assert without[:2] == ["False", "False"] and switched_off[:2] == [str(jit.AVAILABLE), "False"]
     assert without[2:] == switched_off[2:] and len(without) == 2 + 3 * 6
+
+
+_HELPER = "from ckam_bench import jit\n\n\n@jit.helper\ndef value():\n    return {}\n"
+_KERNEL = ("from ckam_bench import jit\nfrom pkg import helpers\n\n\n@jit.helper\n"
+           "def kernel():\n    return helpers.value() + 0.0\n")
+_RUN = """
+import pathlib, sys
+from ckam_bench import jit
+from numba.core import caching
+jit.PACKAGE = pathlib.Path(sys.argv[1]).resolve() / "pkg"  # the package whose source stamps the cache
+jit.source_digest.cache_clear()
+if sys.argv[2] == "numba":  # numba's own stamp only: the defining file's mtime and size
+    caching.CacheImpl._locator_classes.remove(jit.PackageSourceLocator)
+sys.path.insert(0, sys.argv[1])
+from pkg import kernels
+print(kernels.kernel())
+"""
+
+
+@needs_numba
+@pytest.mark.parametrize("stamp", ["package", "numba"])
+def test_a_cached_kernel_recompiles_when_a_helper_of_another_module_changes(tmp_path, stamp):
+    """A kernel cached on disk calls a helper of another module; the helper changes (an update
+    in place, e.g. ``git pull``) and the kernel's own file does not. numba's stamp alone keeps
+    the kernel's stale code (the control); the package-source stamp recompiles it."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(_HELPER.format("1.0"))
+    (package / "kernels.py").write_text(_KERNEL)
+    script = tmp_path / "run.py"
+    script.write_text(_RUN)
+
+    def value():
+        done = subprocess.run([sys.executable, str(script), str(tmp_path), stamp], capture_output=True,
+                              text=True, check=True, cwd=tmp_path)
+        return float(done.stdout.split()[-1])
+
+    assert value() == 1.0
+    assert list((package / "__pycache__").glob("kernels.kernel-*.nbi"))  # cached on disk
+    (package / "helpers.py").write_text(_HELPER.format("22.0"))
+    assert value() == (22.0 if stamp == "package" else 1.0)
+
+
+@needs_numba
+def test_the_package_kernels_are_stamped_with_the_package_source():
+    from numba.core import caching
+
+    from ckam_bench.samplers import nuts_adaptation
+
+    kernel = next(iter(nuts_adaptation._KERNELS.values()))
+    kernel.compile()
+    locator = kernel._dispatcher._cache._impl.locator
+    assert isinstance(locator, jit.PackageSourceLocator)
+    assert locator.get_source_stamp()[1] == jit.source_digest()
+    assert caching.CacheImpl._locator_classes.count(jit.PackageSourceLocator) == 1

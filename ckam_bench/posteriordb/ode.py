@@ -27,10 +27,11 @@ from pymc.distributions.transforms import log as log_transform
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from ckam_bench import jit
 from ckam_bench.posteriordb import load_data
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _lotka_volterra_rhs(t, y, p, data, out):
     """y = (u, v, S) with S = d(u, v)/d(alpha, beta, gamma, delta, u0, v0) (2 x 6, row-major);
     du/dt = (alpha - beta v) u, dv/dt = (-gamma + delta u) v and dS/dt = J S + F_p."""
@@ -49,7 +50,7 @@ def _lotka_volterra_rhs(t, y, p, data, out):
     out[8 + 3] += u * v
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _one_comp_rhs(t, y, p, data, out):
     """y = (C, S), S = dC/d(k_a, K_m, V_m); dC/dt = exp(-k_a t) D k_a / V - (V_m / V) C / (K_m + C)
     (the dose for t >= 0: Stan's ``if (t > 0)`` changes the right-hand side at t = 0 only, where
@@ -69,7 +70,7 @@ def _one_comp_rhs(t, y, p, data, out):
 LOTKA_VOLTERRA, ONE_COMP = 0, 1
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _rhs(model, t, y, p, data, out):
     if model == LOTKA_VOLTERRA:
         _lotka_volterra_rhs(t, y, p, data, out)
@@ -77,7 +78,7 @@ def _rhs(model, t, y, p, data, out):
         _one_comp_rhs(t, y, p, data, out)
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _runge_kutta(model, y0, p, data, grid, keep, a, b, c):
     """The explicit Runge-Kutta method of tableau (a, b, c) for y' = rhs(t, y) (``model``'s
     right-hand side) on ``grid`` from y(grid[0]) = y0; the states at the grid nodes ``keep``
@@ -111,7 +112,7 @@ def _runge_kutta(model, y0, p, data, grid, keep, a, b, c):
     return out
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _lotka_volterra_solve(p, data, grid, keep, a, b, c):
     """(z, S): the populations at the grid nodes ``keep`` and their derivatives by p = (alpha,
     beta, gamma, delta, u0, v0), by the Runge-Kutta tableau (a, b, c)."""
@@ -122,7 +123,7 @@ def _lotka_volterra_solve(p, data, grid, keep, a, b, c):
     return out[:, :2].copy(), out[:, 2:].copy().reshape((keep.size, 2, 6))
 
 
-@numba.njit(cache=True)
+@jit.helper
 def _one_comp_solve(p, data, grid, keep, a, b, c):
     """(C, S): the concentration at the grid nodes ``keep`` from C(t0) = 0 and its derivatives
     by p = (k_a, K_m, V_m); data = (D, V)."""
