@@ -28,8 +28,10 @@ schedule can be compared one at a time.
 * ``nutpie`` — nuts-rs's schedule. A *foreground* and a *background* estimator both see every
   draw; the metric is recomputed from the foreground at every switch and every ``update_every``
   draws between (``early_update_every`` in the early phase), once it holds ≥ 3 draws (nuts-rs:
-  every draw for the diagonal, every 10 for the low rank; ``nuts_lowrank`` recomputes it after
-  every draw of the early phase, where a 10-draw window is rank-deficient for d ≥ 10); at a
+  every draw for the diagonal, every 10 for the low rank); in the early phase also once the
+  trees since the last update spent ``early_update_gradients`` gradients (``nuts_lowrank``: 16;
+  a 10-draw window is rank-deficient for d ≥ 10, and the deep trees of a poor metric then
+  recompute it after every draw, the short trees of a good one every few draws); at a
   *switch* the background (the draws since the last switch) becomes the foreground and a new
   background starts. In the early phase, t < ⌊0.3N⌋
   (``early_window``), the pair switches whenever the background holds 10 draws
@@ -85,9 +87,11 @@ STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
- P_EARLY_UPDATE_EVERY) = range(18)
-# the schedule's state, in ``sched``: main window size, last metric update, first change pending
-S_WINDOW, S_LAST_UPDATE, S_PENDING = range(3)
+ P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS) = range(19)
+# the schedule's state, in ``sched``: main window size, last metric update, first change pending,
+# gradients spent since the last metric update
+S_WINDOW, S_LAST_UPDATE, S_PENDING, S_GRADIENTS = range(4)
+SCHEDULE_STATE = 4
 
 
 # ---------------------------------------------------------------- per-metric operations
@@ -243,7 +247,7 @@ def _step_search(f, x, logp, g, p, metric, step, target, low, high, xw, pw, gw):
 
 
 @jit.jitable
-def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, x, logp, g, z, metric, da, est, sched, params,
+def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, z, metric, da, est, sched, params,
                   work, y, gy, p):
     """nuts-rs's schedule after warm-up iteration t (module docstring). Returns (ε for the next
     iteration, metric, evaluations of a step-size search)."""
@@ -271,10 +275,13 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, x, logp, g, z, met
             sched[S_WINDOW] = following
     changed = False
     every = params[P_EARLY_UPDATE_EVERY] if early else params[P_UPDATE_EVERY]
-    if switch or t - sched[S_LAST_UPDATE] >= every:
+    sched[S_GRADIENTS] += n_lf
+    spent = early and params[P_EARLY_UPDATE_GRADIENTS] > 0.0 and sched[S_GRADIENTS] >= params[P_EARLY_UPDATE_GRADIENTS]
+    if switch or spent or t - sched[S_LAST_UPDATE] >= every:
         metric, changed = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF])
     if changed:
         sched[S_LAST_UPDATE] = t
+        sched[S_GRADIENTS] = 0.0
     step = dual_averaging.update_bounded(da, sym if late else stat, target, gamma, t0, kappa, max_log)
     evals = 0
     if changed and sched[S_PENDING] == 1.0:  # the first change of the metric: search ε again
@@ -357,8 +364,8 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
                 if t == burn_in - 1:
                     step = dual_averaging.final(da)
             elif nutpie:
-                step, metric, evals = _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, x, logp, g, z, metric,
-                                                    da, est, sched, params, work, y, gy, p)
+                step, metric, evals = _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, z,
+                                                    metric, da, est, sched, params, work, y, gy, p)
             else:
                 step, metric, evals = _stan_adapt(f, t, burn_in, stat, window_ends, x, logp, g, z, metric, da, est,
                                                   params, work, y, gy, p)
@@ -426,6 +433,8 @@ class AdaptedNUTS(NUTS):
     update_every : draws between metric updates (a switch updates too; nuts-rs: 1 for the diagonal,
         10 for the low rank).
     early_update_every : the same in the early phase (default: ``update_every``).
+    early_update_gradients : in the early phase, also update once the trees since the last
+        update spent this many gradients (0: never; ``nuts_lowrank``'s rule, module docstring).
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
@@ -439,7 +448,7 @@ class AdaptedNUTS(NUTS):
                  base_window: int = 25, early_window: float = 0.3, step_size_window: float = 0.15,
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
-                 eigval_cutoff: float = 2.0, early_update_every: int | None = None):
+                 eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -463,6 +472,10 @@ class AdaptedNUTS(NUTS):
                 raise ValueError(f"{key} must be an integer >= 1, got {value}")
         self.early_switch, self.window, self.update_every = int(early_switch), int(window), int(update_every)
         self.early_update_every = int(early_update_every)
+        if isinstance(early_update_gradients, bool) or int(early_update_gradients) != early_update_gradients \
+                or not 0 <= early_update_gradients <= 2 ** 53:
+            raise ValueError(f"early_update_gradients must be an integer >= 0, got {early_update_gradients}")
+        self.early_update_gradients = int(early_update_gradients)
         self.window_growth = float(window_growth)
         if not (math.isfinite(self.window_growth) and self.window_growth >= 1.0):
             raise ValueError(f"window_growth must be a finite number >= 1, got {window_growth}")
@@ -482,7 +495,7 @@ class AdaptedNUTS(NUTS):
                          self.step_jitter, self.step_size, self.early_end, self.final_start, self.early_switch,
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
-                         self.early_update_every],
+                         self.early_update_every, self.early_update_gradients],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -525,7 +538,7 @@ class AdaptedNUTS(NUTS):
         metric, est = self._empty(d)
         if density is not None:
             _KERNELS[metric.ndim](density, x, 0.0, np.zeros(d), 0.1, metric, dual_averaging.init(0.1), est,
-                                  np.zeros(3), 1, 0, np.zeros(0, dtype=np.int64), 1, np.random.default_rng(0), _NDTRI,
+                                  np.zeros(SCHEDULE_STATE), 1, 0, np.zeros(0, dtype=np.int64), 1, np.random.default_rng(0), _NDTRI,
                                   1, self._params())
         elif jit.enabled():  # the compiled steps of the tree, for this metric
             super().warm_up(target)
@@ -550,10 +563,11 @@ class AdaptedNUTS(NUTS):
                 _est_update(est, x, grad)
         return AdaptedNUTSState(x=x, logp=logp, t=0, grad=grad, step=self.step_size,
                                 adapt=dual_averaging.init(self.step_size), inv_metric=metric, estimator=est,
-                                schedule=np.array([float(self.window), 0.0, 1.0]))
+                                schedule=np.array([float(self.window), 0.0, 1.0, 0.0]))
 
     def advance(self, state: AdaptedNUTSState, n: int):
         da, est, sched = (np.array(a, dtype=float) for a in (state.adapt, state.estimator, state.schedule))
+        sched = np.concatenate([sched, np.zeros(SCHEDULE_STATE - sched.size)])  # a state saved before the 4th slot
         metric = np.array(state.inv_metric, dtype=float)
         args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp),
                 np.ascontiguousarray(state.grad, dtype=float), float(state.step), metric, da, est, sched,
@@ -589,6 +603,7 @@ class AdaptedNUTS(NUTS):
             info.update(early_end=self.early_end, final_window_start=self.final_start, early_switch=self.early_switch,
                         window=self.window, window_growth=self.window_growth, max_step=self.max_step,
                         update_every=self.update_every, early_update_every=self.early_update_every,
+                        early_update_gradients=self.early_update_gradients,
                         switches=nutpie_switches(self.burn_in, self.early_window, self.step_size_window,
                                                  self.early_switch, self.window, self.window_growth))
             info.pop("window_ends", None)

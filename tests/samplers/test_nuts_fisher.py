@@ -187,7 +187,8 @@ def test_low_rank_maps_factor_the_inverse_metric():
 # ---------------------------------------------------------------- the schedule
 def _schedule_run(burn_in, d, **settings):
     """_nutpie_adapt over a warm-up of a diagonal estimator fed a new draw and arbitrary gradient
-    every iteration: (sampler, iterations that switched, iterations that changed the metric)."""
+    every iteration, its tree spending 1–40 gradients: (sampler, iterations that switched,
+    iterations that changed the metric, gradients of each iteration's tree)."""
     s = AdaptedNUTS(burn_in=burn_in, **settings)
     params = s._params()
     rng = np.random.default_rng(4)
@@ -199,13 +200,13 @@ def _schedule_run(burn_in, d, **settings):
     x = rng.standard_normal(d)
     metric, est = np.ones(d), fisher.diag_init(d)
     fisher.diag_update(est, x, -x)
-    sched, da, work = np.array([80.0, 0.0, 1.0]), np.zeros(5), np.zeros((20, d))
-    switches, changes = [], []
+    sched, da, work = np.array([80.0, 0.0, 1.0, 0.0]), np.zeros(5), np.zeros((20, d))
+    switches, changes, spent = [], [], rng.integers(1, 41, size=burn_in)
     for t in range(burn_in):
         x, g = rng.standard_normal((2, d))  # g: any numbers, so that each draw changes the estimate
         before = fisher.diag_count(est, True)
         old = metric.copy()
-        step, metric, evals = na._nutpie_adapt(f, t, burn_in, 0.8, 0.8, False, 1, x, f(x, np.empty(d)), g,
+        step, metric, evals = na._nutpie_adapt(f, t, burn_in, 0.8, 0.8, False, 1, spent[t], x, f(x, np.empty(d)), g,
                                                rng.standard_normal(d), metric, da, est, sched, params, work,
                                                np.empty(d), np.empty(d), np.empty(d))
         if fisher.diag_count(est, True) < before:
@@ -214,7 +215,7 @@ def _schedule_run(burn_in, d, **settings):
             changes.append(t)
         assert (evals > 0) == (t == (changes[0] if changes else -1))  # the search at the first metric change
     assert 0.0 < step <= math.pi  # dual averaging's cap (the searches are not capped)
-    return s, switches, changes
+    return s, switches, changes, spent
 
 
 def test_nutpie_schedule_switches_where_nuts_rs_does():
@@ -222,7 +223,7 @@ def test_nutpie_schedule_switches_where_nuts_rs_does():
     windows early, then 80 growing ×1.5 while the next still ends before the final window."""
     assert nutpie_switches(500) == [8, 18, 28, 38, 48, 58, 68, 78, 88, 98, 108, 118, 128, 138, 148, 228]
     assert nutpie_switches(1000)[-3:] == [298, 378, 498]
-    s, switches, changes = _schedule_run(200, 3)
+    s, switches, changes, _ = _schedule_run(200, 3)
     assert switches == nutpie_switches(200)
     assert changes == list(range(1, s.final_start))  # after every draw, up to the final window
 
@@ -231,7 +232,7 @@ def test_nutpie_schedule_switches_where_nuts_rs_does():
 def test_metric_updates_at_switches_and_every_n_draws(update_every, early_update_every):
     """Between switches the metric is recomputed once ``update_every`` draws have passed since the
     last change (``early_update_every`` in the early phase), and at every switch."""
-    s, switches, changes = _schedule_run(300, 3, update_every=update_every, early_update_every=early_update_every)
+    s, switches, changes, _ = _schedule_run(300, 3, update_every=update_every, early_update_every=early_update_every)
     assert switches == nutpie_switches(300)
     expected, last = [], 0
     for t in range(s.final_start):
@@ -241,6 +242,26 @@ def test_metric_updates_at_switches_and_every_n_draws(update_every, early_update
             last = t
     assert changes == expected
     assert AdaptedNUTS(update_every=4).early_update_every == 4  # the default: the same
+
+
+@pytest.mark.parametrize("early_update_every, early_update_gradients", [(10, 16), (10, 64), (3, 30)])
+def test_early_updates_once_the_trees_spent_enough_gradients(early_update_every, early_update_gradients):
+    """In the early phase the metric is also recomputed once the trees since the last change spent
+    ``early_update_gradients`` gradients (nuts_lowrank's rule); after it, every ``update_every``."""
+    s, switches, changes, spent = _schedule_run(300, 3, update_every=10, early_update_every=early_update_every,
+                                                early_update_gradients=early_update_gradients)
+    expected, last, since = [], 0, 0
+    for t in range(s.final_start):
+        since += spent[t]
+        early = t < s.early_end
+        due = t in switches or t - last >= (early_update_every if early else 10) or (
+            early and since >= early_update_gradients)
+        if due and t > 0:  # at t = 0 the estimate (the start and one draw) does not change the metric
+            expected.append(t)
+            last, since = t, 0
+    assert changes == expected
+    assert any(t - changes[i] < early_update_every for i, t in enumerate(changes[1:]) if t < s.early_end
+               and t not in switches)  # the gradient rule fired between the draw rule's updates
 
 
 def test_describe_and_settings():
@@ -253,7 +274,9 @@ def test_describe_and_settings():
                             ({"early_window": 0.9}, "early_window \\+ step_size_window"),
                             ({"eigval_cutoff": 0.5}, "eigval_cutoff must be"),
                             ({"window_growth": 0.5}, "window_growth must be"),
-                            ({"early_update_every": 0}, "early_update_every must be")]:
+                            ({"early_update_every": 0}, "early_update_every must be"),
+                            ({"early_update_gradients": -1}, "early_update_gradients must be"),
+                            ({"early_update_gradients": 2.5}, "early_update_gradients must be")]:
         with pytest.raises(ValueError, match=f"^{message}"):
             AdaptedNUTS(**kwargs)
 
