@@ -1,6 +1,7 @@
 """An out-of-tree sampler and target, packaged and installed as a user would, found through
-the ``ckam_bench.commands.plugins`` entry point: ``ckam-bench list``, a single run, a sweep and
-``ckam-bench-figures``."""
+the ``ckam_bench.plugins`` entry point: ``ckam-bench list``, a single run, a sweep and
+``ckam-bench-figures``. Packages registered under the group's interim name
+``ckam_bench.commands.plugins`` are read too, with a one-line note."""
 
 import json
 import os
@@ -36,15 +37,45 @@ def run(args, cwd, site, module="ckam_bench.commands.cli"):
                           text=True, timeout=600, env=env)
 
 
-def test_entry_points_become_search_path_entries(tmp_path, monkeypatch):
+def fake_dist(site: Path, name: str, entry_points: str) -> None:
+    """An installed distribution's metadata (``<name>-0.1.dist-info``) with ``entry_points``."""
+    dist = site / f"{name}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+
+
+def test_entry_points_become_search_path_entries(tmp_path, monkeypatch, capsys):
     from ckam_bench.commands import plugins
 
-    dist = tmp_path / "ckb_fake-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ckb-fake\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[ckam_bench.commands.plugins]\nzz = zz_pkg.conf\naa = aa_pkg.conf\n")
+    assert plugins.GROUP == "ckam_bench.plugins"  # the documented group (docs/contract.md)
+    fake_dist(tmp_path, "ckb_fake", "[ckam_bench.plugins]\nzz = zz_pkg.conf\naa = aa_pkg.conf\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert plugins.search_path()[:2] == ["pkg://aa_pkg.conf", "pkg://zz_pkg.conf"]
+    assert capsys.readouterr().err == ""  # the documented group: no note
+
+
+def test_the_interim_group_name_is_read_with_a_one_line_note_once(tmp_path, monkeypatch, capsys):
+    """``ckam_bench.commands.plugins`` (the group's name after the module move) still works; the
+    package gets one line naming the group to use, once per process however often Hydra
+    resolves the search path. A package declared under both names counts once, unnoted."""
+    from ckam_bench.commands import plugins
+
+    monkeypatch.setattr(plugins, "_noted", set())
+    fake_dist(tmp_path, "ckb_interim", "[ckam_bench.commands.plugins]\nmid = mid_pkg.conf\n")
+    fake_dist(tmp_path, "ckb_both", "[ckam_bench.plugins]\nboth = both_pkg.conf\n"
+                                    "[ckam_bench.commands.plugins]\nboth = both_pkg.conf\n")
+    fake_dist(tmp_path, "ckb_new", "[ckam_bench.plugins]\nmid = new_pkg.conf\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = plugins.search_path()
+    ours = [e for e in first if e.split("//")[1].split(".")[0] in ("mid_pkg", "both_pkg", "new_pkg")]
+    # sorted by entry-point name; under one name, the documented group's package first
+    assert ours == ["pkg://both_pkg.conf", "pkg://new_pkg.conf", "pkg://mid_pkg.conf"]
+    assert plugins.search_path() == first
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["ckam-bench: note: plugin package 'ckb_interim' registers its configs under the "
+                   "entry-point group 'ckam_bench.commands.plugins'; rename it to "
+                   "'ckam_bench.plugins' in its pyproject.toml (the old name is still read)"]
 
 
 @pytest.mark.slow

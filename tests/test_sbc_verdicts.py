@@ -264,7 +264,7 @@ def test_a_searchpath_sampler_is_found(searchpath):
 
 
 def test_an_entry_point_plugins_sampler_is_found(tmp_path):
-    """A sampler installed by a plugin package (entry-point group ``ckam_bench.commands.plugins``)
+    """A sampler installed by a plugin package (entry-point group ``ckam_bench.plugins``)
     is found by ckam-bench-sbc as by ckam-bench: the next mistake on the line is reported."""
     site = tmp_path / "site"
     conf = site / "sbcplug_pkg" / "conf" / "sampler"
@@ -275,7 +275,7 @@ def test_an_entry_point_plugins_sampler_is_found(tmp_path):
     dist = site / "sbcplug-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sbcplug\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[ckam_bench.commands.plugins]\nsbcplug = sbcplug_pkg.conf\n")
+    (dist / "entry_points.txt").write_text("[ckam_bench.plugins]\nsbcplug = sbcplug_pkg.conf\n")
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "HYDRA_FULL_ERROR": "0",

@@ -2,7 +2,7 @@
 
 A plugin is an installed Python package that declares, in its ``pyproject.toml``::
 
-    [project.entry-points."ckam_bench.commands.plugins"]
+    [project.entry-points."ckam_bench.plugins"]
     my_samplers = "my_samplers.conf"
 
 where ``my_samplers.conf`` is a package (a folder with an ``__init__.py``, its YAMLs shipped as
@@ -17,6 +17,12 @@ one of the same name. (Entry points are read from the installed metadata, which 
 editable installs too; Hydra's own ``hydra_plugins`` namespace scanning does not see
 PEP 660 editable installs, which is why ckam-bench does not rely on it.)
 
+The group is ``ckam_bench.plugins``, as documented when plugins were introduced; it is part of
+the frozen public surface (docs/contract.md, tests/test_contract.py). For a while the group
+was named ``ckam_bench.commands.plugins`` (after this module's move): packages registered under
+that name are read too, after those of ``ckam_bench.plugins``, and each such package gets a
+one-line note on stderr, once per process, saying which name to use.
+
 ckam-bench's own Hydra plugin, the SLURM launcher of ``hydra/launcher=slurm``
 (:mod:`ckam_bench.commands.slurm_groups`: ``runs_per_job`` runs per array element), is
 registered the same way, by ckam-bench itself rather than by that scan: :func:`search_path`,
@@ -27,25 +33,58 @@ which Hydra calls (through ``${ckam_plugins:}``) before it composes anything, fi
 
 from __future__ import annotations
 
+import sys
 import warnings
 from importlib import metadata
 
-GROUP = "ckam_bench.commands.plugins"
+GROUP = "ckam_bench.plugins"
+"""The entry-point group of plugin config packages (docs/contract.md)."""
+
+OLD_GROUPS = ("ckam_bench.commands.plugins",)
+"""Former names of :data:`GROUP`, still read, each package with a note (:func:`config_modules`)."""
+
+_noted: set[tuple[str, str]] = set()  # (package, group) pairs already noted in this process
+
+
+def _entry_points(group: str) -> list:
+    try:
+        return list(metadata.entry_points(group=group))
+    except Exception as exc:  # broken metadata of another package must not stop ckam-bench
+        warnings.warn(f"ckam-bench: could not read the {group} entry points: {exc}")
+        return []
+
+
+def _package(ep) -> str:
+    """The distribution that declares ``ep`` (its entry-point name when unknown)."""
+    dist = getattr(ep, "dist", None)
+    return getattr(dist, "name", None) or ep.name
+
+
+def _note_old_group(ep, group: str) -> None:
+    """One line on stderr, once per process and package, naming the group to use."""
+    key = (_package(ep), group)
+    if key in _noted:
+        return
+    _noted.add(key)
+    print(f"ckam-bench: note: plugin package {key[0]!r} registers its configs under the "
+          f"entry-point group {group!r}; rename it to {GROUP!r} in its pyproject.toml "
+          f"(the old name is still read)", file=sys.stderr)
 
 
 def config_modules() -> list[str]:
-    """The config packages of every installed plugin, sorted by entry-point name."""
-    try:
-        eps = metadata.entry_points(group=GROUP)
-    except Exception as exc:  # broken metadata of another package must not stop ckam-bench
-        warnings.warn(f"ckam-bench: could not read the {GROUP} entry points: {exc}")
-        return []
-    modules = {}
-    for ep in eps:
-        module = ep.value.split(":")[0].strip()
-        if module:
-            modules.setdefault(ep.name, module)
-    return [modules[name] for name in sorted(modules)]
+    """The config packages of every installed plugin, sorted by entry-point name: the
+    :data:`GROUP` entry points, and those of :data:`OLD_GROUPS` (after a :data:`GROUP` one of the
+    same name; a package declared under both groups counts once, with no note)."""
+    found: dict[tuple[str, int], str] = {}
+    for order, group in enumerate((GROUP, *OLD_GROUPS)):
+        for ep in _entry_points(group):
+            module = ep.value.split(":")[0].strip()
+            if not module or module in found.values():
+                continue
+            if order:
+                _note_old_group(ep, group)
+            found.setdefault((ep.name, order), module)
+    return [found[key] for key in sorted(found)]
 
 
 def register_launcher() -> None:
