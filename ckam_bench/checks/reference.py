@@ -169,7 +169,7 @@ def store_reference(folder, certificate: dict, arrays: dict) -> Path:
 
     out = folder if isinstance(folder, OutputFolder) else OutputFolder.inspect(folder, COMMAND, STORE)
     npz, sidecar = reference_names(certificate)
-    text = json.dumps(certificate, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    text = _certificate_text(certificate)
     stage = out.staging()
     try:
         with open(stage / npz, "wb") as fh:
@@ -180,6 +180,88 @@ def store_reference(folder, certificate: dict, arrays: dict) -> Path:
         out.discard()
         raise
     return out.path / npz
+
+
+def _certificate_text(certificate: dict) -> str:
+    """A certificate as stored: in the npz (``certificate``) and as ``<id>.json``."""
+    return json.dumps(certificate, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+
+
+REKEYABLE = ("data_sha256",)
+"""The ``describe()`` keys whose definition may change under a reference without changing its
+distribution (:func:`rekey_reference`): how the data are hashed (issue 43 §2)."""
+
+
+def rekey_reference(path, target, note: str, changed=REKEYABLE) -> Path:
+    """Store the certified reference ``path`` (``<old id>.npz`` and ``<old id>.json``) under
+    ``target``'s current reference id, after a change of how ids are computed (not of the
+    distribution). The draws and moments are copied unchanged, byte for byte; the certificate
+    gets the new ``reference_id``, the target's new ``describe()``, ``previous_reference_id``
+    (the old id; an earlier one moves to ``earlier_reference_ids``) and ``rekeyed`` (``note``).
+
+    Refused with a ValueError, nothing changed, unless the certificate describes this very target
+    up to the keys ``changed`` and its log π at the probe points is the target's
+    (:func:`check_probes`; a noisy target has none), or when a reference of the new id exists.
+    The new files are written atomically and read back before the old ones are removed. Returns
+    the path of the reference (``path`` itself when the id did not change)."""
+    from ckam_bench.engine.rundir import atomic_write
+
+    path = Path(path)
+    reference = read_reference(path, target.dim)
+    certificate = reference.certificate
+    old, new = certificate["reference_id"], target.reference_id()
+    if path.name != f"{old}.npz":
+        raise ValueError(f"{path}: its certificate names the id {old!r}, not its file name")
+    if new == old:
+        return path
+    was, now = certificate.get("target", {}), target.describe()
+    differ = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k) and k not in changed)
+    if differ:
+        raise ValueError(f"{path}: made for another target: its certificate's {', '.join(differ)} "
+                         f"differ from {target.name}'s (only {', '.join(changed)} may change)")
+    if not getattr(target, "noisy", False) and "log_density_probes" not in certificate:
+        raise ValueError(f"{path}: its certificate keeps no log density probes to check the "
+                         "density against")
+    check_probes(target, certificate, path)
+    folder = path.parent
+    npz, sidecar = folder / f"{new}.npz", folder / f"{new}.json"
+    for existing in (npz, sidecar):
+        if existing.exists() or existing.is_symlink():
+            raise ValueError(f"{existing} already exists: nothing was changed")
+    earlier = list(certificate.get("earlier_reference_ids", []))
+    if certificate.get("previous_reference_id"):
+        earlier.append(certificate["previous_reference_id"])
+    head = {"reference_id": new, "previous_reference_id": old, "rekeyed": str(note)}
+    if earlier:
+        head["earlier_reference_ids"] = earlier
+    rest = {k: v for k, v in certificate.items() if k not in {*head, "earlier_reference_ids"}}
+    rekeyed = {**head, **rest, "target": now}
+    text = _certificate_text(rekeyed)
+    with np.load(path, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files if k != "certificate"}
+
+    def write_npz(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, certificate=np.array(text), **arrays)
+
+    try:
+        atomic_write(sidecar, lambda tmp: Path(tmp).write_text(text + "\n"))
+        atomic_write(npz, write_npz)
+        with np.load(npz, allow_pickle=False) as f:
+            same = set(f.files) == {"certificate", *arrays} and all(
+                f[k].dtype == a.dtype and f[k].shape == a.shape and f[k].tobytes() == a.tobytes()
+                for k, a in arrays.items())
+        if not same or read_reference(npz, target.dim).reference_id != new:
+            raise ValueError(f"{npz}: did not read back as written; the reference {path} is kept")
+    except BaseException:
+        for written in (npz, sidecar):
+            written.unlink(missing_ok=True)
+        raise
+    path.unlink()
+    old_sidecar = path.with_suffix(".json")
+    if old_sidecar.exists():
+        old_sidecar.unlink()
+    return npz
 
 
 def run_chains(target, make_sampler, chain_ids, *, burn_in: int, iterations: int, max_draws: int,

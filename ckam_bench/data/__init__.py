@@ -14,6 +14,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -50,4 +52,27 @@ def content_sha256(path: str | os.PathLike) -> str:
     with opener(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+    return h.hexdigest()
+
+
+def array_sha256(arrays) -> str:
+    """sha256 (hex) of labelled arrays by their bytes: ``arrays`` is a sequence of ``(label,
+    array)`` pairs, hashed in the order given, each as its label, dtype, shape and C-order bytes
+    (little-endian), so the digest changes when any label, dtype, shape or element changes, and
+    no two sequences hash alike by shifting bytes from one array to the next.
+
+    For arrays read or built exactly (a data file's values, integer indices, a config's
+    numbers): never for the result of a floating-point computation whose last bits depend on the
+    CPU (a standardised design, a Cholesky factor), which :func:`content_sha256` of the file it
+    was computed from identifies instead."""
+    h = hashlib.sha256()
+    for label, value in arrays:
+        a = np.ascontiguousarray(value)
+        if a.dtype.hasobject:
+            raise TypeError(f"array_sha256: {label!r} is an object array, which has no bytes to hash")
+        if a.dtype.str.startswith(">"):
+            a = a.astype(a.dtype.newbyteorder("<"))
+        head = f"{label}\0{a.dtype.str}\0{a.shape}\0{a.nbytes}\0"
+        h.update(head.encode())
+        h.update(a.tobytes())
     return h.hexdigest()

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
-from ckam_bench.data import content_sha256
+from ckam_bench.data import array_sha256, content_sha256
 from ckam_bench.targets.base import Target
 
 INSTALL = 'pip install "ckam-bench[pymc]"'
@@ -490,17 +490,107 @@ class PyMCModel(Target):
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict:
-        """The model and its data, identified by bytes: the sha256 of the source file that defines
-        the model function and of its data (the ``target.data`` file, else the observed and
-        ``pm.Data`` arrays as the model builds them). Never a floating-point result (log π at
-        some points, say), whose last bits depend on the CPU: the reference id computed from
-        this is the same on every machine. A reference's certificate also keeps log π at two
-        points, compared with a tolerance when it is loaded (:func:`ckam_bench.checks.reference.
-        density_probes`), which catches a model whose covariates changed under the same source."""
-        data = (content_sha256(Path(str(self.data_file)).expanduser()) if self.data_file is not None
-                else hashlib.sha256(self.buffer.tobytes()).hexdigest())
+        """The model and its data, identified by bytes: ``source_sha256``, the sha256 of the
+        source file that defines the model function, and ``data_sha256``, that of every array
+        its log density reads (:func:`model_arrays`): the observed and ``pm.Data`` arrays as
+        the target holds them (the model's own, or ``target.data``'s, or ``set_data``'s), then
+        every constant of the model's graph (covariates, index arrays such as a county number
+        per observation, sizes, the numbers of its priors) in the graph's order. Never a
+        floating-point result (log π at some points, say), whose last bits depend on the CPU:
+        the reference id computed from this is the same on every machine. A reference's
+        certificate also keeps log π at two points, compared with a tolerance when it is loaded
+        (:func:`ckam_bench.checks.reference.density_probes`), which catches a model whose code
+        changed outside its source file."""
+        data = array_sha256(model_arrays(self))
         return {**super().describe(), "model": self.spec, "coordinates": self.coordinates,
                 "data_sha256": data[:16], "source_sha256": _source_sha256(self.spec)[:16]}
+
+
+# ---------------------------------------------------------------------------- identity
+_PYTENSOR_MODULES = ("pytensor.", "pymc.")
+
+
+def model_arrays(target: PyMCModel) -> list[tuple[str, np.ndarray]]:
+    """Every array the target's log density reads, labelled, in a fixed order (what
+    ``data_sha256`` hashes with :func:`ckam_bench.data.array_sha256`):
+
+    1. ``data <name>``: each observed or ``pm.Data`` array (the inputs of the compiled
+       function), in its dtype and shape, read from the target's data buffer, so data set with
+       ``target.data`` or :meth:`PyMCModel.set_data` are the ones hashed;
+    2. ``<variable> #k``: every other constant and shared array of the model's graph, found by
+       walking the graph of each random variable, deterministic and potential (in the model's
+       order; each variable's inputs depth first, in input order), labelled with the first
+       variable whose graph reaches it and its rank k in the walk: covariates, index arrays, the
+       sizes and parameters of its distributions;
+    3. ``<variable> op <class>``: the properties of an Op that is neither pytensor's nor PyMC's
+       (a model's own Op, e.g. :class:`ckam_bench.posteriordb.ode.ODESolution`, whose arrays
+       are properties, not inputs).
+
+    Random generators (they do not enter the density) are left out. The constants PyMC adds
+    when it derives the log density from this graph (−1/2, 2π, the bounds of its parameter
+    checks) belong to PyMC's code, not to the model, and are not walked."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    layout = target.layout
+    records = [(f"data {name}", target.buffer[where].reshape(shape).astype(dtype))
+               for name, (_, shape, dtype, where) in layout.data.items()]
+    model = target.model
+    in_buffer = {id(var) for var, *_ in layout.data.values()}
+    outputs = ([(rv.name, rv) for rv in model.basic_RVs]
+               + [(rv.name, model.rvs_to_values[rv]) for rv in model.observed_RVs]
+               + [(v.name, v) for v in (*model.deterministics, *model.potentials)])
+    seen: set = set()
+    rank = 0
+    for name, output in outputs:
+        stack = [output]
+        while stack:
+            var = stack.pop()
+            if id(var) in seen:
+                continue
+            seen.add(id(var))
+            if id(var) in in_buffer:
+                continue
+            if isinstance(var, SharedVariable):
+                value = var.get_value(borrow=True)
+                if isinstance(value, (np.ndarray, np.generic, int, float, bool)):
+                    records.append((f"{name} #{rank}", np.asarray(value)))
+                    rank += 1
+                continue
+            if isinstance(var, Constant):
+                records.append((f"{name} #{rank}", _constant_array(var.data)))
+                rank += 1
+                continue
+            node = var.owner
+            if node is None:
+                continue
+            if id(node) not in seen:
+                seen.add(id(node))
+                op = type(node.op)
+                if not op.__module__.startswith(_PYTENSOR_MODULES):
+                    label = f"{name} op {op.__module__}.{op.__qualname__}"
+                    props = getattr(node.op, "__props__", ())
+                    records += [(f"{label}.{prop}", _constant_array(getattr(node.op, prop)))
+                                for prop in props]
+                    if not props:
+                        records.append((label, np.asarray("")))
+            stack.extend(reversed(node.inputs))
+    return records
+
+
+def _constant_array(value) -> np.ndarray:
+    """A graph constant's value as an array to hash: numbers and arrays as they are, None and
+    slices as their text; another object as its type's name (its bytes are not defined)."""
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex, str, bytes)):
+        array = np.asarray(value)
+        if not array.dtype.hasobject:
+            return array
+    if value is None or isinstance(value, slice):
+        return np.asarray(repr(value))
+    if isinstance(value, (tuple, list)):
+        parts = [_constant_array(v) for v in value]
+        return np.asarray(repr([(p.dtype.str, p.shape, p.tobytes().hex()) for p in parts]))
+    return np.asarray(f"<{type(value).__module__}.{type(value).__qualname__}>")
 
 
 def _source_sha256(spec: str) -> str:
