@@ -59,7 +59,7 @@ def test_mmd_metric_on_the_sample_store():
     bad = metric.compute(shifted)["mmd2"]
     assert abs(good) < 0.01 < bad
     assert metric.describe()["bandwidth"] > 0
-    poly = MMD(target, max_points=500, reference_points=400)
+    poly = MMD(target, kernel="polynomial", max_points=500, reference_points=400)
     assert poly.compute(shifted)["mmd2"] > 3 * abs(poly.compute(buffer)["mmd2"])
 
 

@@ -1,4 +1,4 @@
-r"""Maximum mean discrepancy to a reference sample (the KAMH paper's Figure 4; SPEC §6).
+r"""Maximum mean discrepancy to a reference sample, and the noise band of exact draws (SPEC §6).
 
 For the chain's points :math:`x_1..x_n` and reference points :math:`y_1..y_m`, the unbiased
 U-statistic estimate of :math:`\mathrm{MMD}^2 = \|\mu_P - \mu_Q\|^2_{\mathcal H}` is
@@ -10,32 +10,56 @@ U-statistic estimate of :math:`\mathrm{MMD}^2 = \|\mu_P - \mu_Q\|^2_{\mathcal H}
 (Gretton et al. 2012, eq. 3); its expectation is exactly 0 when both samples are i.i.d. from
 one distribution, so it can be negative. Kernels:
 
-* ``polynomial`` — :math:`k(a, b) = (1 + \langle a, b\rangle)^3`, as in the KAMH paper;
-* ``gaussian`` — :math:`k(a, b) = \exp(-\|a - b\|^2/(2\ell^2))`, ℓ by the median heuristic: the
-  median pairwise distance of the reference subsample (fixed for the run, so checkpoints are
-  comparable).
+* ``gaussian`` (the default) — :math:`k(a, b) = \exp(-\|a - b\|^2/(2\ell^2))`, ℓ by the median
+  heuristic: the median pairwise distance of the reference points. It is scaled to the target,
+  bounded by 1 and characteristic (MMD = 0 only for equal distributions); ℓ is fixed for the
+  run, so checkpoints are comparable;
+* ``polynomial`` — :math:`k(a, b) = (1 + \langle a, b\rangle)^3`, as in the KAMH paper
+  (``experiment=kamh_glass``). It compares moments up to the third only and weighs a point by
+  about ‖x‖⁶, so on a target not scaled to unit size its estimate is mostly noise.
+
+**Noise band.** The reference is one fixed sample, so the estimate for n exact draws scatters
+around a value that depends on that sample, not around 0. :meth:`MMD.noise_band` measures this
+scatter: the estimate for B = 39 independent sets of n exact draws against the same reference.
+A further set of n exact draws is exchangeable with them, so it falls inside their range
+[min, max] with probability exactly (B − 1)/(B + 1) = 95 % (Monte Carlo test: Barnard 1963,
+Besag & Clifford 1989). A chain whose estimate lies inside the band cannot be told apart from n
+exact draws by this statistic; an autocorrelated but correct chain sits above it until its n
+evenly spaced points are nearly independent. Without exact draws, the sets are drawn without
+replacement from the reference rows held out of the reference points (the reference points
+take at most half of the reference sample, and a band needs at least 2n held-out rows): the
+sets then share rows of one finite pool, which makes the band somewhat narrower than the exact
+one.
 
 Cost is bounded whatever the chain length: the chain side is at most ``max_points`` evenly
 spaced rows of the run's bounded sample store (the :class:`ThinningBuffer` of collected samples,
 itself evenly thinned), the reference side ``reference_points`` rows; a checkpoint costs
-O((n + m)·n·d) and the reference term is computed once. The reference is, in this order, exact
-draws of the target from the fixed seed ``seed``, or evenly spaced rows of its certified
-reference sample (:func:`ckam_bench.checks.reference.load_reference`); with neither the constructor
-raises :class:`CapabilityError` (the column is absent). The column is ``mmd2`` (or
-``mmd2_<kernel>`` with ``column_suffix``).
+O((n + m)·n·d) kernel evaluations, computed in blocks of bounded memory, and the reference term
+is computed once. The band costs B checkpoints and is computed on request (the report computes
+it once per target, :mod:`ckam_bench.report.mmd_band`), never during a run. The reference is, in
+this order, exact draws of the target from the fixed seed ``seed``, or evenly spaced rows of
+its certified reference sample (:func:`ckam_bench.checks.reference.load_reference`); with
+neither the constructor raises :class:`CapabilityError` (the column is absent). The column is
+``mmd2`` (or ``mmd2_<kernel>`` with ``column_suffix``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import cdist, pdist
 
 from ckam_bench.targets.base import CapabilityError, Target
 
-KERNELS = ("polynomial", "gaussian")
+KERNELS = ("gaussian", "polynomial")
 MAX_POINTS = 20_000
+BAND_DRAWS = 39
+"""Sets of exact draws behind a noise band: their range holds a further set with probability
+(39 − 1)/(39 + 1) = 95 %."""
+BLOCK = 1 << 22
+"""Kernel values held in memory at once (32 MiB of float64)."""
 
 
 def evenly_spaced(x: np.ndarray, n: int) -> np.ndarray:
@@ -43,7 +67,11 @@ def evenly_spaced(x: np.ndarray, n: int) -> np.ndarray:
     x = np.asarray(x, float)
     if x.shape[0] <= n:
         return x
-    return x[np.linspace(0, x.shape[0] - 1, n).round().astype(np.int64)]
+    return x[_spaced_index(x.shape[0], n)]
+
+
+def _spaced_index(rows: int, n: int) -> np.ndarray:
+    return np.unique(np.linspace(0, rows - 1, n).round().astype(np.int64))
 
 
 def median_bandwidth(y: np.ndarray) -> float:
@@ -55,24 +83,62 @@ def median_bandwidth(y: np.ndarray) -> float:
 
 def gram(a: np.ndarray, b: np.ndarray, kernel: str, bandwidth: float = 1.0) -> np.ndarray:
     """Kernel matrix k(a_i, b_j), shape (len(a), len(b))."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
     if kernel == "polynomial":
-        return (1.0 + a @ b.T) ** 3
-    sq = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * a @ b.T
-    return np.exp(-np.maximum(sq, 0.0) / (2.0 * bandwidth * bandwidth))
+        k = a @ b.T
+        k += 1.0
+        return np.power(k, 3, out=k)
+    k = cdist(a, b, "sqeuclidean")
+    k *= -0.5 / (bandwidth * bandwidth)
+    return np.exp(k, out=k)
 
 
-def _mean_off_diagonal(k: np.ndarray) -> float:
-    n = k.shape[0]
-    return float((k.sum() - np.trace(k)) / (n * (n - 1)))
+def kernel_sum(a: np.ndarray, b: np.ndarray, kernel: str, bandwidth: float = 1.0) -> float:
+    """Σᵢⱼ k(aᵢ, bⱼ), computed in blocks of rows of ``a`` (at most :data:`BLOCK` values each)."""
+    rows = max(1, BLOCK // max(len(b), 1))
+    return float(sum(gram(a[s:s + rows], b, kernel, bandwidth).sum() for s in range(0, len(a), rows)))
 
 
-def mmd2_unbiased(x, y, kernel: str = "polynomial", bandwidth: float = 1.0) -> float:
+def mean_within(x: np.ndarray, kernel: str, bandwidth: float = 1.0) -> float:
+    """The mean of k(xᵢ, xⱼ) over the pairs i ≠ j (x has at least 2 rows)."""
+    x = np.asarray(x, float)
+    n = x.shape[0]
+    if kernel == "gaussian" and n * (n - 1) // 2 <= BLOCK:  # each unordered pair once
+        k = pdist(x, "sqeuclidean")
+        k *= -0.5 / (bandwidth * bandwidth)
+        return float(2.0 * np.exp(k, out=k).sum() / (n * (n - 1)))
+    diagonal = n if kernel == "gaussian" else float(np.sum((1.0 + np.einsum("ij,ij->i", x, x)) ** 3))
+    return (kernel_sum(x, x, kernel, bandwidth) - diagonal) / (n * (n - 1))
+
+
+def mmd2_unbiased(x, y, kernel: str = "gaussian", bandwidth: float = 1.0) -> float:
     """The unbiased U-statistic MMD² between the rows of ``x`` and ``y`` (each ≥ 2 rows)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape[0] < 2 or y.shape[0] < 2:
         raise ValueError(f"mmd2_unbiased needs at least 2 points per sample, got {x.shape[0]} and {y.shape[0]}")
-    return (_mean_off_diagonal(gram(x, x, kernel, bandwidth)) + _mean_off_diagonal(gram(y, y, kernel, bandwidth))
-            - 2.0 * float(gram(x, y, kernel, bandwidth).mean()))
+    return (mean_within(x, kernel, bandwidth) + mean_within(y, kernel, bandwidth)
+            - 2.0 * kernel_sum(x, y, kernel, bandwidth) / (x.shape[0] * y.shape[0]))
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    """Where the estimate for ``n`` exact draws falls: the range [lo, hi] of ``values`` (one
+    estimate per set of draws), holding a further set with probability ``level``."""
+
+    n: int
+    lo: float
+    hi: float
+    values: np.ndarray
+    source: str
+
+    @property
+    def level(self) -> float:
+        """(B − 1)/(B + 1) for B sets: the chance that a further set falls inside [lo, hi]."""
+        return (len(self.values) - 1) / (len(self.values) + 1)
+
+    def describe(self) -> str:
+        return (f"the range of MMD² for {len(self.values)} sets of {self.n} {self.source} against "
+                f"the same reference, which holds a further set {self.level:.0%} of the time")
 
 
 class MMD:
@@ -81,16 +147,17 @@ class MMD:
     Parameters
     ----------
     target : the run's target.
-    kernel : ``polynomial`` ((1 + ⟨a, b⟩)³) or ``gaussian`` (median-heuristic bandwidth).
+    kernel : ``gaussian`` (median-heuristic bandwidth) or ``polynomial`` ((1 + ⟨a, b⟩)³).
     max_points : at most this many evenly spaced rows of the sample store enter a checkpoint.
-    reference_points : size of the reference subsample.
-    seed : seed of the exact reference draws.
+    reference_points : size of the reference subsample (at most half of a certified reference
+        sample, whose other rows are held out for :meth:`noise_band`).
+    seed : seed of the exact reference draws (the noise band's draws use ``[seed, 1, n]``).
     use_reference : fall back to the target's certified reference sample without exact draws.
     column_suffix : name the column ``mmd2_<kernel>`` instead of ``mmd2``.
     """
 
-    def __init__(self, target: Target, kernel: str = "polynomial", max_points: int = 1000,
-                 reference_points: int = 1000, seed: int = 20140, use_reference: bool = True,
+    def __init__(self, target: Target, kernel: str = "gaussian", max_points: int = 1000,
+                 reference_points: int = 2000, seed: int = 20140, use_reference: bool = True,
                  column_suffix: bool = False):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
@@ -98,11 +165,12 @@ class MMD:
         for key, value in (("max_points", max_points), ("reference_points", reference_points)):
             if not 2 <= value <= MAX_POINTS:
                 raise ValueError(f"{key} must be in [2, {MAX_POINTS}], got {value}")
-        self.kernel, self.max_points = kernel, max_points
+        self.target, self.kernel, self.max_points, self.seed = target, kernel, max_points, int(seed)
         self.column = f"mmd2_{kernel}" if column_suffix else "mmd2"
+        self.held_out = None  # reference rows left out of the reference points (no exact draws)
         if target.has_exact_sampler:
-            self.reference = np.asarray(target.sample(reference_points, np.random.default_rng(int(seed))), float)
-            self.info = {"kernel": kernel, "reference": f"{reference_points} exact draws, seed {int(seed)}"}
+            self.reference = np.asarray(target.sample(reference_points, np.random.default_rng(self.seed)), float)
+            self.info = {"kernel": kernel, "reference": f"{reference_points} exact draws, seed {self.seed}"}
         else:
             reference = None
             if use_reference:
@@ -113,12 +181,18 @@ class MMD:
                 raise CapabilityError(
                     f"target {target.name!r} has no exact draws and no certified reference sample "
                     f"(build one with: ckam-bench-reference target={target.name})")
-            self.reference = evenly_spaced(reference.samples, reference_points)
-            self.info = {"kernel": kernel, "reference": reference.describe(), "reference_points": len(self.reference)}
+            rows = np.asarray(reference.samples, float)
+            if rows.shape[0] < 2:
+                raise CapabilityError(f"target {target.name!r}: its reference sample has {rows.shape[0]} row")
+            chosen = _spaced_index(rows.shape[0], max(2, min(reference_points, rows.shape[0] // 2)))
+            self.reference = rows[chosen]
+            self.held_out = np.delete(rows, chosen, axis=0)
+            self.info = {"kernel": kernel, "reference": reference.describe(), "reference_points": len(self.reference),
+                         "held_out": len(self.held_out)}
         self.bandwidth = median_bandwidth(self.reference) if kernel == "gaussian" else 1.0
         if kernel == "gaussian":
             self.info["bandwidth"] = self.bandwidth
-        self._yy = _mean_off_diagonal(gram(self.reference, self.reference, kernel, self.bandwidth))
+        self._yy = mean_within(self.reference, kernel, self.bandwidth)
 
     def describe(self) -> dict:
         return dict(self.info)
@@ -126,13 +200,45 @@ class MMD:
     def update(self, samples) -> None:
         """Nothing to stream: a checkpoint reads the bounded sample store."""
 
+    def points(self, stored: int) -> int:
+        """How many chain points a checkpoint uses when the sample store holds ``stored`` rows."""
+        return min(int(stored), self.max_points)
+
+    def estimate(self, x: np.ndarray) -> float:
+        """MMD² between the rows of ``x`` (at least 2) and the reference."""
+        return (mean_within(x, self.kernel, self.bandwidth) + self._yy
+                - 2.0 * kernel_sum(x, self.reference, self.kernel, self.bandwidth)
+                / (x.shape[0] * self.reference.shape[0]))
+
     def compute(self, buffer) -> dict:
         x = evenly_spaced(buffer.data, self.max_points) if buffer is not None else np.empty((0, 0))
         if x.shape[0] < 2:
             return {self.column: math.nan}
-        xx = _mean_off_diagonal(gram(x, x, self.kernel, self.bandwidth))
-        xy = float(gram(x, self.reference, self.kernel, self.bandwidth).mean())
-        return {self.column: xx + self._yy - 2.0 * xy}
+        return {self.column: self.estimate(x)}
+
+    def noise_band(self, n: int, draws: int = BAND_DRAWS) -> NoiseBand:
+        """The estimate for ``draws`` independent sets of ``n`` exact draws (seeded
+        ``[seed, 1, n]``), or, without exact draws, of ``n`` held-out reference rows each (drawn
+        without replacement); see the module docstring. Raises ValueError when there are too
+        few held-out rows (fewer than 2n)."""
+        n, draws = int(n), int(draws)
+        if not 2 <= n <= self.max_points:
+            raise ValueError(f"n must be in [2, max_points={self.max_points}], got {n}")
+        if draws < 2:
+            raise ValueError(f"draws must be at least 2, got {draws}")
+        rng = np.random.default_rng([self.seed, 1, n])
+        if self.held_out is None:
+            sets = (np.asarray(self.target.sample(n, rng), float) for _ in range(draws))
+            source = "exact draws"
+        else:
+            pool = self.held_out
+            if pool.shape[0] < 2 * n:
+                raise ValueError(f"the reference sample has {pool.shape[0]} rows beyond the "
+                                 f"{len(self.reference)} reference points, fewer than 2 × {n}")
+            sets = (pool[rng.choice(pool.shape[0], n, replace=False)] for _ in range(draws))
+            source = f"held-out reference rows (of {pool.shape[0]})"
+        values = np.array([self.estimate(x) for x in sets])
+        return NoiseBand(n, float(values.min()), float(values.max()), values, source)
 
     def state_dict(self) -> dict:
         return {}

@@ -15,7 +15,7 @@ their seed counts and what was kept apart or left out.
   left out, and the caption names a group absent from a panel). The *diagnostic* columns
   (acceptance, step size, iterations per second, a sampler's own columns, …) share one figure,
   one panel each against iterations, with one legend. Median over seeds and a band; b² gets
-  the 0.01 accuracy line. Sections: "Accuracy against cost" and "Diagnostics"
+  the 0.01 accuracy line, MMD² the noise band of exact draws (:mod:`~ckam_bench.report.mmd_band`). Sections: "Accuracy against cost" and "Diagnostics"
   (:mod:`ckam_bench.report.sections`).
 * :func:`marginal_figures` — a histogram of every coordinate per group (median over seeds of
   each seed's normalised histogram), against the truth the target offers: its exact marginal
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
-from ckam_bench.report import sections, words
+from ckam_bench.report import mmd_band, sections, words
 from ckam_bench.report.aggregate import Group, Results, grouping_notes
 from ckam_bench.report.drawing import (
     Curves,
@@ -150,10 +150,14 @@ def _accuracy_figure(results: Results, settings: Settings, target: str, groups: 
     valued = set(frame.loc[np.isfinite(pd.to_numeric(frame[col], errors="coerce")), "group"])
     never = [g.label for g in groups if g.label not in valued]
     missing = [f"{', '.join(never)}: no {words_.axis} in the traces"] if never else []
+    band, no_band = (mmd_band.noise_band([r for g in groups for r in g.runs], col)
+                     if mmd_band.is_mmd_column(col) else (None, ""))
     for i, (ax, (x, data)) in enumerate(zip(axes, cells)):
         draw_curves(ax, data, True, palette, legend=i == fullest)
         if col == "bias2":
             ax.axhline(THRESHOLD, color="black", lw=0.8, ls="--")
+        if band is not None:
+            _draw_band(ax, band)
         _plain(ax)
         label = replace(settings, x=x).x_label
         ax.set_xlabel(label)
@@ -165,6 +169,12 @@ def _accuracy_figure(results: Results, settings: Settings, target: str, groups: 
     fig.suptitle(f"{_capital(words_.title)} on {target}")
     used = [replace(settings, x=x).x_label for x, _ in cells]
     extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
+    if band is not None:
+        extra = (f" The grey band is the noise band: {band.describe()}; a curve inside it "
+                 f"cannot be told apart from {band.n} exact draws by MMD², an autocorrelated "
+                 "chain sits above it until its points are nearly independent.")
+    elif no_band:
+        extra = f" No noise band: {no_band}."
     absent = f" Not drawn: {'; '.join(missing)}." if missing else ""
     caption = (f"Against {', '.join(used)}: median over "
                f"seeds and {settings.band_text} band per configuration group (drawn where at "
@@ -172,6 +182,16 @@ def _accuracy_figure(results: Results, settings: Settings, target: str, groups: 
                f"{_group_text(groups)}." + _notes(results, target, groups, groups))
     return Drawn(_stem(target, f"metric_{col}"), fig, caption, sections.ACCURACY,
                  f"{target}: {words_.title}")
+
+
+def _draw_band(ax, band) -> None:
+    """The MMD² noise band as a grey horizontal span behind the curves (on a log axis, from
+    the axis' bottom when the band reaches 0 or below)."""
+    lo = band.lo
+    if ax.get_yscale() == "log" and lo <= 0:
+        lo = min(ax.get_ylim()[0], band.hi / 10) if band.hi > 0 else None
+    if lo is not None:
+        ax.axhspan(lo, band.hi, color="0.75", alpha=0.5, lw=0, zorder=0)
 
 
 def _diagnostic_figure(results: Results, settings: Settings, target: str,
