@@ -447,3 +447,67 @@ def test_invalid_sweep_job_leaves_no_folder(tmp_path):
     # no folder for job 1 (report/: the sweep's report, ckam_bench/report/callback.py)
     # .ckam-sweep.json: the hash of the multirun.yaml Hydra wrote (ckam_bench/engine/outputs.py)
     assert names == [".ckam-sweep.json", store.find_runs(sweep)[0].name, "multirun.yaml", "report"]
+
+
+# ---------------------------------------------------------------------------- empty runs
+def _empty_run(folder: Path, collect_from=10**9):
+    """An in-process run of config hash "h" that ends after 300 iterations; with the default
+    ``collect_from`` every iteration is warm-up, so it collects nothing (state ``empty``)."""
+    import numpy as np
+
+    from ckam_bench.engine.runner import Budget, Runner
+    from tests.test_runner import CountingSampler, StdNormal
+
+    labels = {"run_id": "r1", "target": "stdnormal", "sampler": "counting", "kernel": "none",
+              "seed": 0}
+    runner = Runner(CountingSampler(collect_from=collect_from), StdNormal(), {},
+                    Budget(60, max_iterations=300), folder, np.random.default_rng(0), labels,
+                    progress=False, status_extra={"config_hash": "h"})
+    return runner
+
+
+def test_an_empty_run_is_redone_not_skipped(tmp_path):
+    """Issue 43 §6.1: a run that collected nothing is no result, so claiming its folder again
+    for the same config redoes it from its first iteration (one note saying so) instead of
+    answering "already complete"; its own files are rewritten, anything unrecognised beside
+    them (a damaged samples file, a stray resume state) is set aside, never deleted."""
+    run = tmp_path / "run"
+    assert _empty_run(run).run()["state"] == "empty"
+    (run / "notes.txt").write_text("mine")  # the user's own file in the folder
+    (run / store.SAMPLES).write_bytes(b"not parquet")
+    (run / store.RESUME).write_bytes(b"stray state")
+    folder = rundir.RunFolder.claim(run, "h")
+    try:
+        assert folder.state == "fresh" and folder.resume is None
+        assert any(n.startswith("redoing the run from its first iteration: it ended "
+                                "(max_iterations) without collecting a sample") for n in folder.notes)
+        assert sorted(p.name.split(".damaged-")[0] for p in run.glob("*.damaged-*")) == \
+            [store.RESUME, store.SAMPLES]
+        again = _empty_run(run, collect_from=100)
+        again.folder = folder
+        status = again.run()
+    finally:
+        folder.release()
+    assert status["state"] == "complete" and status["totals"]["n_collected"] == 200
+    trace = pd.read_parquet(run / store.TRACE)
+    assert trace.n_collected.iloc[-1] == 200 and trace.checkpoint.tolist() == list(range(len(trace)))
+    assert len(pd.read_parquet(run / store.SAMPLES)) == 200
+    assert (run / "notes.txt").read_text() == "mine"
+    done = rundir.RunFolder.claim(run, "h")  # now a result: skipped as complete
+    done.release()
+    assert done.state == "complete"
+
+
+def test_a_run_marked_complete_with_nothing_collected_is_redone(tmp_path):
+    """Runs of earlier versions marked such a run ``complete`` (reason wall_seconds, no flag);
+    their folders are redone too, not skipped as complete."""
+    run = tmp_path / "run"
+    _empty_run(run).run()
+    status = json.loads((run / store.STATUS).read_text())
+    status.update(state="complete", reason="wall_seconds", flags=[], flag_notes={})
+    rundir.write_json(status, run / store.STATUS)
+    folder = rundir.RunFolder.claim(run, "h")
+    folder.release()
+    assert folder.state == "fresh" and "(wall_seconds)" in folder.notes[0]
+    assert not list(run.glob("*.damaged-*"))  # its own files: rewritten by the new run
+    assert not rundir.collected(status, []) and rundir.collected({"totals": {}}, [])

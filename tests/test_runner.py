@@ -410,3 +410,110 @@ def test_two_blas_threads_on_caravan_are_both_on_the_cpu_clock(tmp_path):
     status = runner.run()
     assert status["provenance"]["threads"]["requested"] == 2
     assert status["totals"]["sampler_cpu_seconds"] > 1.3 * sum(own)
+
+
+# ---------------------------------------------------------------------------- issue 43 §6
+class SlowWarmUp(CountingSampler):
+    """A sampler whose untimed warm-up (a model's compile) outlasts the wall-clock cap."""
+
+    def __init__(self, warm_up_seconds, **kw):
+        super().__init__(**kw)
+        self.warm_up_seconds = warm_up_seconds
+
+    def warm_up(self, target):
+        time.sleep(self.warm_up_seconds)
+
+
+def test_the_wall_cap_leaves_out_the_untimed_warm_up(tmp_path):
+    """A 1 s warm-up and a 0.6 s wall cap: the cap's clock starts after the warm-up, so the
+    run samples to its budget instead of stopping after its first block (issue 43 §6.1)."""
+    budget = Budget(seconds=0.2, wall_seconds=0.6)
+    status = _runner(tmp_path, SlowWarmUp(1.0, seconds_per_iteration=1e-4), budget).run()
+    assert status["state"] == "complete" and status["reason"] == "budget", status["reason"]
+    assert status["totals"]["warmup_seconds"] >= 1.0
+    assert status["totals"]["sampler_seconds"] >= 0.2 and status["totals"]["n_collected"] > 0
+    assert status["budget"]["wall_seconds"] == 0.6 and status["budget"]["wall_excludes_warmup"]
+
+
+def test_the_wall_cap_still_stops_a_run_that_samples_too_long(tmp_path):
+    """Off the warm-up, the cap holds: wall time outside the sampler counts against it."""
+    status = _runner(tmp_path, CountingSampler(seconds_per_iteration=1e-4), Budget(60, wall_seconds=0.3),
+                     metrics={"slow": SlowMetric(0.05)},
+                     checkpoints=checkpoint_times(60, 0.01, 30)).run()
+    assert status["state"] == "complete" and status["reason"] == "wall_seconds"
+    assert status["totals"]["sampler_seconds"] < 0.3
+
+
+def test_a_run_that_collects_nothing_is_empty_and_flagged(tmp_path):
+    """Stopped by its cap while every iteration was warm-up: ``empty``, never ``complete``,
+    flagged ``no_samples`` with a sentence saying why; its resume state is gone (a re-run starts
+    afresh, tests/test_rundir.py) and the end-of-run line says it."""
+    from ckam_bench.commands.cli import summary
+
+    runner = _runner(tmp_path, CountingSampler(collect_from=10**9), Budget(60, max_iterations=500),
+                     status_extra={"config_hash": "h"})
+    status = runner.run()
+    assert status["state"] == "empty" and status["reason"] == "max_iterations"
+    assert status["flags"] == ["no_samples"]
+    note = status["flag_notes"]["no_samples"]
+    assert "no sample was collected" in note and "budget.max_iterations" in note
+    assert "500 iterations (500 in warm)" in note and "redoes it" in note
+    assert status["totals"]["n_collected"] == 0
+    stored = json.loads((tmp_path / store.STATUS).read_text())
+    assert stored["state"] == "empty" and stored["flags"] == ["no_samples"]
+    assert not (tmp_path / store.RESUME).exists() and not (tmp_path / rundir.RESUME_PREV).exists()
+    line = summary(status, str(tmp_path), runner.latest)
+    assert line.startswith("empty (max_iterations) FLAGGED no_samples: counting on stdnormal")
+    assert "\n  FLAGGED no_samples: no sample was collected" in line
+
+
+class AR1Sampler(CountingSampler):
+    """x_t = φ x_{t-1} + √(1 − φ²) ε_t: N(0, I) draws with integrated autocorrelation time
+    (1 + φ) / (1 − φ), so n iterations have an ESS of about n (1 − φ) / (1 + φ)."""
+
+    name = "ar1"
+    phases = ("sampling",)
+
+    def __init__(self, phi):
+        super().__init__()
+        self.phi = phi
+
+    def advance(self, state, n):
+        eps = self.rng.standard_normal((n, self.target.dim))
+        draws = np.empty_like(eps)
+        x = state.x
+        for i in range(n):
+            x = self.phi * x + math.sqrt(1 - self.phi ** 2) * eps[i]
+            draws[i] = x
+        state.x, state.t = x, state.t + n
+        return state, Block(samples=draws, accepted=np.ones(n, bool), accept_prob=np.ones(n),
+                            phase=np.zeros(n, np.int8), step_size=np.full(n, 0.5),
+                            noise=np.full(n, np.nan))
+
+
+def test_a_short_chain_says_so_in_status_and_end_line(tmp_path):
+    """A chain whose min ESS ends below the ESS floor (100) is too short to trust: status
+    ``short_chain`` true with ``ess_floor``, and a note under the end-of-run line; a long
+    one is not (issue 43 §6.7)."""
+    from ckam_bench.commands.cli import summary
+    from ckam_bench.engine.runstatus import ESS_FLOOR
+    from ckam_bench.metrics.ess import BulkESS
+
+    def run(folder, iterations, phi):
+        runner = _runner(folder, AR1Sampler(phi), Budget(60, max_iterations=iterations),
+                         metrics={"ess": BulkESS(StdNormal())})
+        return runner.run(), runner.latest
+
+    short, latest = run(tmp_path / "short", 3000, 0.99)  # ESS ≈ 3000 · 0.01 / 1.99 ≈ 15
+    assert ESS_FLOOR == 100 and short["ess_floor"] == 100
+    assert latest["ess_min"] < 100 and short["short_chain"] is True
+    line = summary(short, "x", latest)
+    assert f", min ESS {latest['ess_min']:.3g} -> x" in line.splitlines()[0]
+    assert (f"\n  note: too short to trust: min ESS {latest['ess_min']:.3g} is below 100 (the "
+            "ESS floor)") in line
+    assert json.loads((tmp_path / "short" / store.STATUS).read_text())["short_chain"] is True
+    long, latest = run(tmp_path / "long", 5000, 0.0)  # independent draws: ESS ≈ 5000
+    assert latest["ess_min"] > 1000 and long["short_chain"] is False
+    assert "too short" not in summary(long, "x", latest)
+    unknown, _ = _runner(tmp_path / "none", CountingSampler(), Budget(60, max_iterations=10)).run(), None
+    assert unknown["short_chain"] is None  # no ESS metric: not known

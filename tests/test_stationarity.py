@@ -114,7 +114,7 @@ def test_command_writes_verdict_and_figure_and_never_overwrites(tmp_path):
     assert info["kernel"] == "none"  # rw has no kernel (the default kernel choice is not its)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     again = _cli(tmp_path, *args)  # the same check again: done already, nothing rewritten
-    assert again.returncode == 0 and "already checked" in again.stderr
+    assert again.returncode == 0 and "already checked for this config (pass)" in again.stderr
     other = _cli(tmp_path, *args, "seed=1")  # another check into this folder: refused
     assert other.returncode == 2 and "another ckam-bench-check job" in other.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -205,3 +205,50 @@ def test_every_default_sampler_passes(sampler, target):
     # a finite adaptation need not keep π while it adapts: its frozen kernel must (after it)
     times = [cycle, 3 * cycle, 6 * cycle] if cycle else [start + 1000, start + 5000]
     assert_stationary(lambda: instantiate(cfg.sampler), t, n_chains=60, times=times, seed=11)
+
+
+class Drifting(ExactDraws):
+    """Not π-invariant: every iteration moves the state 3 units along x₀."""
+
+    name = "drifting"
+
+    def advance(self, state, n):
+        x = state.x + 3.0 * np.arange(1, n + 1)[:, None] * np.eye(state.x.size)[0]
+        block = Block(samples=x, accepted=np.ones(n, bool), accept_prob=np.ones(n),
+                      phase=np.zeros(n, np.int8), step_size=np.full(n, np.nan), noise=np.full(n, np.nan))
+        return ChainState(x=x[-1].copy(), logp=float(self.target._log_density(x[-1])), t=state.t + n), block
+
+
+def test_command_exits_1_on_a_fail_verdict_also_when_skipped(tmp_path, monkeypatch, capsys):
+    """A check is a gate (issue 43 §6.4): FAIL exits 1 (ckam-bench-sbc's convention; 2 stays
+    for bad input), and so does the same check run again (skipped: its stored verdict)."""
+    conf = tmp_path / "conf" / "sampler"
+    conf.mkdir(parents=True)
+    (conf / "drifting.yaml").write_text("_target_: tests.test_stationarity.Drifting\n")
+    out = tmp_path / "check"
+    args = (f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "sampler=drifting",
+            "target=gauss2d_corr", "check.n_chains=20", "check.times=[5]",
+            "check.n_reference=200", f"hydra.run.dir={out}")
+    code, printed, said = _in_process(monkeypatch, capsys, *args)
+    assert code == 1, said
+    assert "drifting on gauss2d_corr: FAIL" in printed
+    assert json.loads((out / "check.json").read_text())["verdict"] == "FAIL"
+    code, _, said = _in_process(monkeypatch, capsys, *args)
+    assert code == 1 and "already checked for this config (FAIL)" in said
+
+
+def _in_process(monkeypatch, capsys, *overrides):
+    """``ckam-bench-check OVERRIDES`` in this process: (exit code, stdout, stderr)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ckam_bench.checks import stationarity
+
+    monkeypatch.setattr(sys, "argv", ["ckam-bench-check", *overrides])
+    GlobalHydra.instance().clear()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            stationarity.main()
+    finally:
+        GlobalHydra.instance().clear()
+    out = capsys.readouterr()
+    return stop.value.code, out.out, out.err

@@ -32,6 +32,12 @@ config as ``ckam-bench`` (so presets, experiments and overrides apply), runs the
 writes ``verdict.csv``, ``verdict.md``, ``tests.csv``, ``stationarity.png`` and ``check.json``
 into its output folder through :mod:`ckam_bench.engine.outputs` (a new or empty folder, or one of an
 earlier check of the same config; anything else is refused untouched).
+
+**Exit codes** (a check is a gate, the convention of ``ckam-bench-sbc``): :data:`EXIT_PASS` 0
+the sampler passes, :data:`EXIT_FAIL` 1 it FAILs (or the check could not write its outputs),
+:data:`EXIT_CONFIG` 2 invalid configuration or refused folder. A check already done for the
+same config is skipped with the code of its stored verdict; a sweep exits with the highest code
+of its checks.
 """
 
 from __future__ import annotations
@@ -273,6 +279,7 @@ def check_stationarity(make_sampler, target: Target, n_chains: int = 100, times=
 
 
 # ---------------------------------------------------------------------------- command line
+EXIT_PASS, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 OUTPUT_FILES = ("check.json", "tests.csv", "verdict.csv", "verdict.md", "stationarity.png")
 DEFAULT_CYCLES = (1, 2, 5, 10, 20)
 DEFAULT_TIMES = (1000, 5000, 20000)
@@ -326,7 +333,12 @@ def write_outputs(result: StationarityResult, out, info: dict, identity: str = "
 
 def _config_error(message: str) -> int:
     print(f"ckam-bench-check: invalid configuration: {message}", file=sys.stderr)
-    return 2
+    return EXIT_CONFIG
+
+
+def verdict_code(verdict) -> int:
+    """The exit code of a check's verdict: :data:`EXIT_PASS` for ``pass``, else :data:`EXIT_FAIL`."""
+    return EXIT_PASS if verdict == "pass" else EXIT_FAIL
 
 
 def _app_main(cfg) -> int:
@@ -360,11 +372,15 @@ def _app_main(cfg) -> int:
     except FolderRefused as exc:
         cli._undo_created(out_dir, multirun)
         print(f"ckam-bench-check: refused: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if (out_dir / "check.json").is_file() and folder.owns("check.json"):
-        print(f"ckam-bench-check: already checked for this config, skipped: {out_dir}",
-              file=sys.stderr)
-        return 0
+        try:
+            verdict = json.loads((out_dir / "check.json").read_text()).get("verdict")
+        except (OSError, ValueError, AttributeError):
+            verdict = None
+        print(f"ckam-bench-check: already checked for this config ({verdict or 'no verdict'}), "
+              f"skipped: {out_dir}", file=sys.stderr)
+        return verdict_code(verdict)
     cli.note_sweep_job(out_dir, ran=True)
     experiment = choices.get("experiment")
     info = {"sampler": choices.get("sampler"), "target": choices.get("target"),
@@ -384,17 +400,17 @@ def _app_main(cfg) -> int:
         summary = write_outputs(result, folder, info)
     except FolderRefused as exc:
         print(f"ckam-bench-check: refused: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except OSError as exc:
         folder.discard()
         print(f"ckam-bench-check: cannot write {out_dir}: {exc}; nothing was changed",
               file=sys.stderr)
-        return 1
+        return EXIT_FAIL
     print(f"{summary['label']} on {summary['target']}: {summary['verdict']} "
           f"(min Holm-adjusted p = {summary['min_p_holm']:.3g}, worst {summary['worst_test']}"
           + (f"; occupancy {summary['occupancy_last']}" if "occupancy_last" in summary else "")
           + f")\nwritten to {out_dir}")
-    return 0
+    return verdict_code(summary["verdict"])
 
 
 def main() -> None:

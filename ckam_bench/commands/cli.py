@@ -12,10 +12,16 @@ resolved config (same :func:`config_hash`) is skipped, an interrupted or killed 
 from its last intact checkpoint — and a folder holding anything else is refused, untouched.
 Hydra writes nothing itself (no ``.hydra/`` before the claim, no ``cli.log``).
 
-Exit codes: 0 finished (complete, stopped by its caps, skipped as already complete, or
+A run that ended without collecting a sample (state ``empty``, flag ``no_samples``) is no
+result: re-running it redoes it from its first iteration instead of skipping it.
+
+Exit codes: 0 finished (complete, stopped by its caps — also ``empty``, flagged on the end line —,
+skipped as already complete, or
 skipped because another process holds its folder); 2 invalid configuration or refused folder
 (nothing is sampled, nothing on disk changes; a sweep runs its other jobs first and names the
-refused ones); 130 interrupted (Ctrl-C / SIGTERM, after a final checkpoint); 1 any other
+refused ones); 130 interrupted (Ctrl-C / SIGTERM, after a final checkpoint; the last line is
+the command that resumes it — for a job of a sweep, the sweep's own command with its
+``hydra.sweep.dir``, which resumes that job and runs the jobs that never started); 1 any other
 failure (the run folder's status says ``failed``).
 """
 
@@ -40,7 +46,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ckam_bench import jit
 from ckam_bench.commands import discovery, overrides, sweeps
-from ckam_bench.engine import outputs, provenance, rundir, store
+from ckam_bench.engine import outputs, provenance, rundir, runstatus, store
 from ckam_bench.engine.runner import UNITS, Budget, Runner, checkpoint_times, sampler_block_seconds
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
@@ -178,22 +184,42 @@ def _labels(cfg: DictConfig) -> dict:
     }
 
 
+def _number(latest: dict, key: str) -> float | None:
+    """A finite number of the latest trace row, else None."""
+    try:
+        value = float(latest[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if np.isfinite(value) else None
+
+
 def summary(status: dict, out_dir: str, latest: dict) -> str:
-    """The end-of-run line (state, flags, counts, folder) and its notes."""
+    """The end-of-run line (state, flags, counts, KL and min ESS, folder) and its notes: one
+    per flag, a contended CPU, and a complete run too short to trust (``short_chain``: min ESS
+    below ``ess_floor``, :data:`ckam_bench.engine.runstatus.ESS_FLOOR`)."""
     t = status["totals"]
     rate = t["iterations"] / t["sampler_seconds"] if t["sampler_seconds"] else float("nan")
-    kl = f", KL {latest['kl']:.4g}" if "kl" in latest else ""
+    kl, ess = _number(latest, "kl"), _number(latest, "ess_min")
+    measured = (f", KL {kl:.4g}" if kl is not None else "") + \
+        (f", min ESS {ess:.3g}" if ess is not None else "")
     flagged = "".join(f"\n  FLAGGED {name}: {note}" for name, note in
                       (status.get("flag_notes") or {}).items())
+    short = ""
+    if status.get("short_chain") and status["state"] == "complete":
+        floor = status.get("ess_floor", runstatus.ESS_FLOOR)
+        found = f"min ESS {ess:.3g}" if ess is not None else "the min ESS"
+        short = (f"\n  note: too short to trust: {found} is below {floor:g} (the ESS floor), so "
+                 "its estimates carry Monte Carlo errors above a tenth of a posterior sd; a "
+                 "larger budget.seconds gives a longer chain")
     return (f"{status['state']} ({status['reason']})"
             + (f" FLAGGED {', '.join(status['flags'])}" if status.get("flags") else "")
             + f": {status['sampler']} on {status['target']}, "
             f"{t['iterations']} iterations in {t['sampler_seconds']:.2f} s of sampler time "
-            f"({rate:,.0f} it/s){kl} -> {out_dir}"
+            f"({rate:,.0f} it/s){measured} -> {out_dir}"
             + (f"\n  note: the sampler got {status['cpu_share']:.0%} of a core while its clock "
                "ran (another process competed for the CPU); budget.clock=cpu measures CPU time"
                if status.get("contended") else "")
-            + flagged)
+            + short + flagged)
 
 
 _COMPOSED = False  # set once Hydra has composed the config (see main)
@@ -201,6 +227,7 @@ _CREATED: list[Path] = []  # folders this invocation's run or sweep folder will 
 _SWEEP: dict = {}  # the running sweep (main process): folder, token
 SWEEP_TOKEN_ENV = "CKAM_BENCH_SWEEP_TOKEN"
 SWEEP_START_ENV = "CKAM_BENCH_SWEEP_START"
+SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"
 
 
 class OutputFolderCheck(Callback):
@@ -221,6 +248,7 @@ class OutputFolderCheck(Callback):
         _SWEEP.update(folder=folder, token=uuid.uuid4().hex[:12], before=before)
         os.environ[SWEEP_TOKEN_ENV] = _SWEEP["token"]  # inherited by the sweep's job processes
         os.environ[SWEEP_START_ENV] = repr(time.time() - 1.0)
+        os.environ[SWEEP_COMMAND_ENV] = sweep_command(config.hydra.overrides, folder)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         notes = _job_notes(_SWEEP["folder"], _SWEEP["token"])
@@ -411,13 +439,47 @@ def _app(cfg: DictConfig) -> None:
         sys.exit(130)
 
 
-def resume_command(hc, out_dir) -> str:
-    """The command that resumes an interrupted run: its overrides and ``hydra.run.dir`` = its
-    folder (a job of a sweep resumes alone the same way; the sweep with its hydra.sweep.dir)."""
+_FOLDER_KEYS = ("hydra.run.dir=", "hydra.sweep.dir=", "hydra.mode=")
+
+
+def _hydra_overrides(overrides) -> list[str]:
+    """The ``hydra.*`` overrides of a command line (search path, launcher, …) without the
+    folder and mode keys the resume command sets itself."""
+    return [o for o in overrides.hydra if not o.startswith(_FOLDER_KEYS)]
+
+
+def sweep_command(overrides, folder) -> str:
+    """The command that runs a sweep again in its folder: ``ckam-bench -m``, the sweep's own
+    overrides (``overrides``: Hydra's ``hydra.overrides`` at the start of the sweep, with the
+    swept lists) and ``hydra.sweep.dir`` = ``folder`` (absolute). Re-run, it skips the complete
+    jobs, resumes the interrupted ones and runs those that never started."""
     import shlex
 
-    task = [o for o in hc.overrides.task if not o.startswith("hydra.run.dir=")]
-    return shlex.join(["ckam-bench", *task, f"hydra.run.dir={out_dir}"])
+    task = [o for o in overrides.task if not o.startswith(_FOLDER_KEYS)]
+    return shlex.join(["ckam-bench", "-m", *_hydra_overrides(overrides), *task,
+                       f"hydra.sweep.dir={os.path.abspath(folder)}"])
+
+
+def resume_command(hc, out_dir) -> str:
+    """The command that resumes an interrupted run. A single run: its overrides and
+    ``hydra.run.dir`` = its folder. A job of a sweep: the sweep's command
+    (:func:`sweep_command`, recorded when the sweep started), so that following it resumes
+    this job *and* runs the sweep's jobs that never started."""
+    import shlex
+
+    if hc.mode == RunMode.MULTIRUN:
+        recorded = os.environ.get(SWEEP_COMMAND_ENV)
+        if recorded:
+            return recorded
+        # a job whose sweep's process did not record it: the sweep's overrides as Hydra saved them
+        saved = Path(str(hc.sweep.dir)) / "multirun.yaml"
+        try:
+            return sweep_command(OmegaConf.load(saved).hydra.overrides, hc.sweep.dir)
+        except Exception:  # noqa: BLE001 - no readable record: the job alone (below)
+            pass
+    task = [o for o in hc.overrides.task if not o.startswith(_FOLDER_KEYS)]
+    return shlex.join(["ckam-bench", *_hydra_overrides(hc.overrides), *task,
+                       f"hydra.run.dir={out_dir}"])
 
 
 def main() -> None:

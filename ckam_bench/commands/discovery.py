@@ -93,8 +93,9 @@ COMMANDS = {
         "stay distributed as the target",
         ["ckam-bench-check sampler=S target=T [check.KEY=VALUE ...] [KEY=VALUE ...]",
          "ckam-bench-check -m sampler=A,B target=T ...       one check per combination"],
-        "0 checked (the verdict, pass or FAIL, is printed and written to check.json), "
-        "2 invalid configuration or refused folder, 1 failure while running",
+        "0 pass, 1 FAIL (or a failure while running; the verdict is printed and written to "
+        "check.json; a check already done exits with its stored verdict's code), 2 invalid "
+        "configuration or refused folder; a sweep exits with its highest code",
         "docs/validity.md", "hydra.run.dir / hydra.sweep.dir choose the folders; --hydra-help "
         "shows Hydra's flags"),
     "ckam-bench-reference": (

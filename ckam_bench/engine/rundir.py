@@ -24,6 +24,13 @@ what ckam-bench may do to a user's disk can be audited here:
   line saying so, and the run resumes from the newest intact state. A trace whose rows go
   beyond that state is set aside the same way before it is rewritten, so trace rows already
   written are never lost. With no intact state the run starts afresh, its old files set aside.
+* **Redoing an empty run.** A run that ended without collecting a single sample (state
+  ``empty``; or ``complete`` with ``totals.n_collected`` 0, as runs before the ``empty`` state
+  were marked) is no result: a re-run of the same config does not skip it but runs it again from
+  its first iteration, with one line saying so. Its own files (the trace, samples and
+  diagnostics carrying this config's hash, its status) are rewritten by the new run; anything
+  of it that cannot be recognised as this run's (a damaged or foreign parquet file) and any
+  resume state left beside it are set aside as above, never deleted.
 * **Removing.** The harness deletes only (a) its own leftover temporary files of this run's
   folder (``.<file>.<random>.tmp``, from a write that was killed), (b) the resume state of
   this run once the run is complete, and (c) after a configuration error, the *empty* folders
@@ -292,9 +299,12 @@ class RunFolder:
 
     def _decide(self) -> None:
         status = self._read_status()
-        if status.get("state") == "complete" and status.get("config_hash") == self.digest \
-                and self._trace_rows() is not None:
-            self.state = "complete"
+        rows = self._trace_rows() if status.get("config_hash") == self.digest else None
+        if status.get("state") in ("complete", "empty") and rows is not None:
+            if collected(status, rows):
+                self.state = "complete"
+                return
+            self._redo(status)
             return
         resume = self._newest_intact_resume()
         rows = self._trace_rows()
@@ -318,6 +328,19 @@ class RunFolder:
             if (self.path / name).exists() and not self._parquet_ok(name):
                 self._set_aside(name, why="unreadable or of another config")
         self.state, self.resume = "resume", resume
+
+    def _redo(self, status: dict) -> None:
+        """Run an ended run that collected nothing again from its first iteration (module
+        docstring): its own files stay to be rewritten, anything else is set aside."""
+        for name in (store.SAMPLES, store.DIAGNOSTICS):
+            if (self.path / name).exists() and not self._parquet_ok(name):
+                self._set_aside(name, why="unreadable or of another config")
+        self._set_aside(store.RESUME, RESUME_PREV,
+                        why="left beside a run that collected no sample, which starts afresh")
+        self.notes.append(f"redoing the run from its first iteration: it ended "
+                          f"({status.get('reason') or 'no reason recorded'}) without collecting "
+                          "a sample, so it is no result")
+        self.state = "fresh"
 
     def _read_status(self) -> dict:
         try:
@@ -408,6 +431,19 @@ class RunFolder:
 
     def write_status(self, status: dict) -> None:
         write_json(status, self.path / store.STATUS)
+
+
+def collected(status: dict, rows: list[dict]) -> bool:
+    """Whether an ended run collected any sample: ``totals.n_collected`` of its status, else the
+    last trace row's ``n_collected`` (a run with neither counts as having collected)."""
+    totals = status.get("totals")
+    value = totals.get("n_collected") if isinstance(totals, dict) else None
+    if value is None and rows:
+        value = rows[-1].get("n_collected")
+    try:
+        return value is None or int(value) > 0
+    except (TypeError, ValueError):
+        return True
 
 
 # ---------------------------------------------------------------------------- config errors

@@ -11,6 +11,21 @@ sampler seconds, the iteration cap (met exactly: the last block is shortened), t
 wall-clock cap, or Ctrl-C / SIGTERM (the current block finishes, a final checkpoint is written
 and the run is marked ``interrupted``; see :class:`StopRequest`).
 
+**The wall-clock cap** (``budget.wall_seconds``) counts the run's wall time *after* the untimed
+warm-up: ``sampler.warm_up`` (a model's compile, which took 155 s for a PyMC model on a loaded
+machine) is left off its clock, as it is off the sampler clock, so a slow compile never ends a
+run before its sampling has had its budget. ``status.json`` records it
+(``budget.wall_excludes_warmup``: true; the warm-up's duration is ``totals.warmup_seconds``).
+
+**A run that collected nothing is no result.** A run stopped by its budget or a cap before its
+sampler collected a single state (every iteration in a warm-up phase) is marked ``empty``, not
+``complete``, with the flag ``no_samples`` saying why; the reports never rank it, and running
+the same command again redoes it from its first iteration (:mod:`ckam_bench.engine.rundir`).
+
+**Too short to trust.** A run whose min ESS at its last checkpoint is below
+:data:`ckam_bench.engine.runstatus.ESS_FLOOR` (100) says so: ``short_chain`` in its status, a
+note under its end-of-run line and in the report's ranking notes.
+
 **Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
 time (or the sampler's ``ckam_block_seconds`` when longer), shortened near a checkpoint time,
 the end of the budget and the iteration cap.
@@ -220,6 +235,11 @@ class Runner:
         """The run's health flags (see :meth:`ckam_bench.engine.tally.Tally.flags`)."""
         return self.tally.flags()
 
+    def wall_clock(self, wall_start: float) -> float:
+        """The wall-clock cap's clock: wall seconds since the run started (over every resumed
+        part) minus the untimed warm-ups (module docstring)."""
+        return self.wall_offset + time.perf_counter() - wall_start - self.warmup_seconds
+
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
                     stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
@@ -235,7 +255,7 @@ class Runner:
         resume = snapshot.take(self, wall) if self.chain is not None else None
         self.folder.write_checkpoint(samples=samples, diagnostics=diagnostics, rows=self.rows,
                                      status=runstatus.status(self, state, reason, wall),
-                                     resume=resume, complete=state == "complete")
+                                     resume=resume, complete=state in runstatus.ENDED)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> dict:
@@ -265,6 +285,8 @@ class Runner:
             try:
                 self._start(self.folder.resume)
                 state, reason = self._loop(stop, bar, wall_start)
+                if state == "complete" and not self.tally.n_collected:
+                    state = "empty"  # stopped before collecting anything: no result
             except KeyboardInterrupt:
                 state, reason = "interrupted", "interrupted"
             except Exception as exc:
@@ -327,7 +349,7 @@ class Runner:
             block, cost = self._advance(n, cost)
             if stop.requested:
                 return "interrupted", "interrupted"
-            if self.wall_offset + time.perf_counter() - wall_start >= self.budget.wall_cap:
+            if self.wall_clock(wall_start) >= self.budget.wall_cap:
                 return "complete", "wall_seconds"
             # the slower of the latest and the smoothed rate, since a sampler's phases can
             # differ in speed by orders of magnitude (cKAM: exploration vs sampling)

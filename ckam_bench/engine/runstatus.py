@@ -1,9 +1,20 @@
 """What a :class:`ckam_bench.engine.runner.Runner` reports at a checkpoint: the trace row (one per
 checkpoint, in ``trace.parquet``; its columns are listed in :mod:`ckam_bench.engine.runner`) and the
-status dictionary (``status.json``: state, flags, budget, totals, provenance)."""
+status dictionary (``status.json``: state, flags, budget, totals, provenance).
+
+**States.** ``running``, then one of ``complete`` (stopped by its budget or a cap, with
+collected samples), ``empty`` (stopped by its budget or a cap before collecting any sample:
+flagged ``no_samples``, never a result), ``interrupted`` (Ctrl-C / SIGTERM) or ``failed``.
+
+**Too short to trust.** ``short_chain`` is true when the min ESS of the whole collected chain
+(the trace's ``ess_min``) at the latest checkpoint is below :data:`ESS_FLOOR`, false when it is
+not, None when the run has no ESS (the ESS metric off, or nothing collected); ``ess_floor``
+holds the floor applied.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -12,6 +23,40 @@ from ckam_bench.engine.provenance import load_average
 from ckam_bench.engine.tally import ratio
 
 LABELS = ("run_id", "target", "sampler", "kernel", "seed")
+ENDED = ("complete", "empty")
+"""States of a run that has ended by its budget or a cap (its resume state is removed)."""
+ESS_FLOOR = 100.0
+"""A chain whose min ESS is below this is too short to trust: its estimates carry Monte Carlo
+errors of more than a tenth of a posterior sd (MCSE = sd / √ESS), and the ESS estimate itself is
+unreliable that early (the end-of-run line says so, ``status.json`` holds ``short_chain``)."""
+_STOPS = {"budget": "its budget of sampler seconds (budget.seconds)",
+          "max_iterations": "its iteration cap (budget.max_iterations)",
+          "max_density": "its density-evaluation cap (budget.max_density)",
+          "max_grad": "its gradient-evaluation cap (budget.max_grad)",
+          "wall_seconds": "the wall-clock cap (budget.wall_seconds)"}
+
+
+def no_samples_note(run, reason: str) -> str:
+    """The sentence of the ``no_samples`` flag of an ``empty`` run stopped for ``reason``."""
+    tally = run.tally
+    phases = list(tally.phases)
+    where = ""
+    if len(phases) > 1:
+        spent = ", ".join(f"{int(n)} in {p}" for p, n in zip(phases, tally.iters_by_phase) if n)
+        where = f" ({spent})" if spent else ""
+    return (f"no sample was collected: the run stopped at {_STOPS.get(reason, reason)} after "
+            f"{tally.iterations} iterations{where}, before its sampler collected any state; it "
+            "is no result (never ranked), and running the same command again redoes it")
+
+
+def short_chain(latest: dict) -> bool | None:
+    """Whether the min ESS of the latest trace row is below :data:`ESS_FLOOR` (None: no ESS)."""
+    ess = latest.get("ess_min")
+    try:
+        ess = float(ess)
+    except (TypeError, ValueError):
+        return None
+    return bool(ess < ESS_FLOOR) if math.isfinite(ess) else None
 
 
 def trace_row(run, wall: float) -> dict:
@@ -54,11 +99,13 @@ def trace_row(run, wall: float) -> dict:
 
 
 def status(run, state: str, reason: str, wall: float) -> dict:
-    """The status dictionary of ``run`` in ``state`` (running, complete, interrupted, failed)
-    for ``reason`` (why it stopped)."""
+    """The status dictionary of ``run`` in ``state`` (running, complete, empty, interrupted,
+    failed) for ``reason`` (why it stopped)."""
     tally, budget, timer = run.tally, run.budget, run.timer
     cpu_share = ratio(timer.cpu, timer.wall)
     flags = tally.flags()
+    if state == "empty":
+        flags = {"no_samples": no_samples_note(run, reason), **flags}
     ran, why = tally.loops(run.target, run.labels["sampler"])
     provenance = {**run.status_extra.get("provenance", {}), "loops": ran, "loops_note": why,
                   "threads": run.thread_counts or {"requested": run.threads}}
@@ -75,7 +122,7 @@ def status(run, state: str, reason: str, wall: float) -> dict:
         "budget": {"seconds": budget.seconds, "clock": budget.clock,
                    "max_iterations": budget.max_iterations,
                    "max_density": budget.max_density, "max_grad": budget.max_grad,
-                   "wall_seconds": budget.wall_cap},
+                   "wall_seconds": budget.wall_cap, "wall_excludes_warmup": True},
         "checkpoint_unit": run.unit,
         "totals": {
             "sampler_seconds": run.clock,
@@ -95,6 +142,8 @@ def status(run, state: str, reason: str, wall: float) -> dict:
         # process competed for the CPU, and wall-clock rates understate the sampler
         "contended": bool(timer.wall > 0.5 and cpu_share < 0.8),
         "cpu_share": cpu_share,
+        "short_chain": short_chain(run.latest),
+        "ess_floor": ESS_FLOOR,
         "load_average_end": load_average(),
         **run.status_extra,
         "provenance": provenance,

@@ -8,7 +8,10 @@ trace. Samples and diagnostics are read on demand. A folder that cannot be used 
 :class:`Skipped` line (path and reason) instead of an error: a status that is not ckam-bench's,
 a missing, empty or corrupt trace, a run id already loaded from another folder, or — unless
 ``include_incomplete`` — a run that did not finish (interrupted, failed or still running; with
-the flag its trace is used up to its last checkpoint). A damaged samples or diagnostics file
+the flag its trace is used up to its last checkpoint). A run that collected no sample (state
+``empty``, or ``complete`` with ``n_collected`` 0 as older runs were marked) is never used,
+whatever the flag: it is skipped *flagged* ``no_samples`` (:attr:`Skipped.flags`), and the
+ranking and the report's Validity section name it. A damaged samples or diagnostics file
 leaves the run in use for its trace, with a note.
 
 **Grouping** (:func:`group_runs`): runs are grouped by their *full configuration* — every
@@ -71,11 +74,15 @@ def sampler_order(names) -> list[str]:
 # ---------------------------------------------------------------------------- loading
 @dataclass
 class Skipped:
-    """A run folder (or file) that was not used, and why."""
+    """A run folder (or file) that was not used, and why; ``flags`` (flag → sentence) when the
+    run itself went wrong (``no_samples``: it collected nothing), ``label`` naming the run
+    (``"rw seed 0"``) for such a run."""
 
     path: Path
     reason: str
     target: str | None = None
+    flags: dict = field(default_factory=dict)
+    label: str = ""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
@@ -326,6 +333,8 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
         return None
     target = str(status["target"])
     state = status["state"]
+    if state in ("complete", "empty") and not _collected(status, folder):
+        return _no_samples(folder, status)
     if state != "complete" and not include_incomplete:
         return Skipped(folder, f"run is {state}, not complete "
                                f"(--include-incomplete uses it up to its last checkpoint)", target)
@@ -341,6 +350,9 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
     missing = [c for c in REQUIRED_TRACE if c not in trace.columns]
     if missing:
         return Skipped(folder, f"trace.parquet lacks column(s) {', '.join(missing)}", target)
+    if "n_collected" in trace.columns and not (pd.to_numeric(trace["n_collected"],
+                                                             errors="coerce") > 0).any():
+        return Skipped(folder, f"run is {state} and has collected no sample yet", target)
     notes = []
     config, choices = _load_hydra(folder, notes, status)
     unusable = [n for n in notes if n.reason.startswith(".hydra/config.yaml")]
@@ -370,6 +382,36 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
         run_id=run.run_id, target=run.target, sampler=run.sampler, kernel=run.kernel,
         seed=run.seed, experiment=run.experiment, state=run.state, path=str(folder))
     return run, notes
+
+
+def _collected(status: dict, folder: Path) -> bool:
+    """Whether an ended run collected a sample (:func:`ckam_bench.engine.rundir.collected`:
+    ``totals.n_collected``, else its trace's last row)."""
+    from ckam_bench.engine.rundir import collected
+
+    if status.get("state") == "empty":
+        return False
+    totals = status.get("totals")
+    if isinstance(totals, dict) and totals.get("n_collected") is not None:
+        return collected(status, [])
+    try:
+        rows = pd.read_parquet(folder / store.TRACE, columns=["n_collected"]).tail(1)
+    except Exception:  # no readable count: the trace checks below decide
+        return True
+    return collected(status, rows.to_dict("records"))
+
+
+def _no_samples(folder: Path, status: dict) -> Skipped:
+    """The flagged Skipped line of an ended run that collected nothing: never ranked."""
+    totals = status.get("totals") if isinstance(status.get("totals"), dict) else {}
+    note = (status.get("flag_notes") or {}).get("no_samples") or (
+        f"no sample was collected (state {status.get('state')}, stopped by "
+        f"{status.get('reason') or 'its budget'} after {totals.get('iterations', '?')} "
+        "iterations); it is no result (never ranked), and running the same command again "
+        "redoes it")
+    label = f"{status['sampler']} seed {status['seed']}"
+    return Skipped(folder, f"{FLAG_MARK} no_samples: {label}: {note}", str(status["target"]),
+                   flags={"no_samples": note}, label=label)
 
 
 def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[dict | None, dict]:

@@ -343,13 +343,17 @@ def write_html(out_dir: Path, results: Results, rendered: list, notes: list, tab
     else:
         parts.append("<p>No configuration reports non-diminishing adaptation.</p>")
     flagged = [(g, r) for g in groups for r in g.flagged]
-    if flagged:
+    empty = [s for s in results.skipped if s.flags]  # collected nothing: not ranked at all
+    if flagged or empty:
         parts.append(f'<p class="warn">{FLAG_MARK} These runs went wrong (the runner flagged '
                      "them): their ESS counts as 0 and their MCSE and cost to accuracy as ∞ in "
-                     "the ranking.</p><ul>" + "".join(
+                     "the ranking; a run that collected no sample is not ranked.</p><ul>" + "".join(
                          f"<li>{esc(g.target)}: {esc(g.label)} seed {esc(r.seed)}: "
                          + esc("; ".join(f"{k}: {v}" for k, v in r.flags.items())) + "</li>"
-                         for g, r in flagged) + "</ul>")
+                         for g, r in flagged) + "".join(
+                         f"<li>{esc(s.target)}: {esc(s.label)} (not ranked): "
+                         + esc("; ".join(f"{k}: {v}" for k, v in s.flags.items())) + "</li>"
+                         for s in empty) + "</ul>")
     else:
         parts.append("<p>No run was flagged (stuck chain, non-finite proposals or state).</p>")
     checked = [(g, ranking.report_flags(g)) for g in groups]

@@ -23,6 +23,11 @@ The blocks come in the ranking's order (:class:`ckam_bench.report.ranking.Order`
 
 At most :data:`MAX_ROWS` variables per block (the first ones; a note says how many were left
 out).
+
+**Seeds without draws.** A block uses the seeds of its configuration that stored draws
+(:func:`seeds_with_draws`): a seed whose ``samples.parquet`` is missing, unreadable or empty is
+left out with a note naming it, never the whole block (R-hat then needs two of the remaining
+seeds). A run that collected no sample at all is not loaded (it is no result); a note names it.
 """
 
 from __future__ import annotations
@@ -121,14 +126,36 @@ def _missing(group: Group) -> str | None:
     return None if status.found else f"no reference for {name} ({status.reason})"
 
 
+def _has_draws(run) -> bool:
+    """Whether the run stored at least one draw (a readable, non-empty ``samples.parquet``)."""
+    import pyarrow.parquet as pq
+
+    from ckam_bench.engine import store
+
+    if not run.has_samples:
+        return False
+    try:
+        return pq.read_metadata(run.path / store.SAMPLES).num_rows > 0
+    except Exception:  # unreadable: no draws to use
+        return False
+
+
+def seeds_with_draws(group: Group) -> tuple[list, list[int]]:
+    """(the group's runs that stored draws, the seeds of those that did not)."""
+    runs, missing = [], []
+    for run in group.runs:
+        (runs if _has_draws(run) else missing).append(run)
+    return runs, sorted(r.seed for r in missing)
+
+
 def group_summary(group: Group):
-    """arviz-stats' summary of the group's model variables (or x), the seeds as chains; None
-    without stored samples."""
+    """arviz-stats' summary of the group's model variables (or x), the seeds that stored draws
+    as chains (:func:`seeds_with_draws`); None when no seed stored any."""
     import arviz_stats as azs
 
     from ckam_bench.interop import named_variables, to_datatree
 
-    runs = [r for r in group.runs if r.has_samples]
+    runs, _ = seeds_with_draws(group)
     if not runs:
         return None
     dt = to_datatree(runs, stats=False)
@@ -149,6 +176,14 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
     rows, keys, notes, sources = [], [], [], set()
     named = False
     for group in Order(results.groups(target), rank_by).ordered:
+        used, without = seeds_with_draws(group)
+        if without:
+            seeds = ", ".join(map(str, without))
+            kept = ", ".join(str(r.seed) for r in used)
+            notes.append(f"{group.label}: seed(s) {seeds} stored no draws (samples.parquet "
+                         "missing, unreadable or empty) and are left out"
+                         + (f": the block is over seed(s) {kept}" if used else
+                            ": no block"))
         try:
             summary = group_summary(group)
         except Exception as exc:  # seeds whose stored samples do not line up
@@ -161,7 +196,7 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
             sources.add(source)
         elif (missing := _missing(group)) and missing not in notes:
             notes.append(missing)
-        one_seed = len(group.runs) < 2
+        one_seed = len(used) < 2
         names = list(summary.index)
         named = named or not all(n.startswith("x[") for n in names)
         if len(names) > MAX_ROWS:
@@ -184,6 +219,10 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
                          abs(z) if math.isfinite(z) else None])
     if not rows:
         return None
+    empty = [item for item in results.skipped_on(target) if item.flags]
+    if empty:
+        notes.append("not in this table (no sample collected, not ranked): "
+                     + "; ".join(f"{item.label} ({item.path.name})" for item in empty))
     header = HEADER
     if not sources:  # no reference anywhere: no empty columns
         header = HEADER[:-3]

@@ -20,7 +20,10 @@ posterior is posteriordb's draws, or for a high-dimensional one (``reference_sou
   collected index is at least :func:`ckam_bench.metrics.moments.discarded_count` of the run's
   ``metrics.moments.discard`` (an integer: a count; a float: a fraction) and its collected
   samples at the last checkpoint, the function the moment errors use — have every mean within
-  0.1 reference sd of the reference mean and every sd within 10 % of the reference sd.
+  0.1 reference sd of the reference mean and every sd within 10 % of the reference sd. A seed
+  that stored no draws is left out of its group's verdict, which is over the other seeds and
+  names the one left out (``pass (seed 1 stored no draws, left out)``); with no seed left it is
+  ``n/a``.
 
 **Rows are keyed by configuration**, not by the per-target label: a configuration is its full
 settings (:attr:`ckam_bench.report.aggregate.StoredRun.settings`) without the target's own keys
@@ -228,7 +231,7 @@ def reference_check(group) -> str | None:
     name = names.pop()
     if reference_missing(name) is not None:
         return None
-    passes = [run_passes(r, name) for r in group.runs]
+    passes = [p for p in (run_passes(r, name) for r in group.runs) if p is not None]
     failed = passes.count(False)
     if not failed:
         return None
@@ -239,12 +242,20 @@ def reference_check(group) -> str | None:
 ranking.GROUP_CHECKS["fails the reference"] = reference_check
 
 
-def _verdict(passes, missing=None) -> str:
+def _verdict(passes, missing=None, seeds=None) -> str:
+    """``pass``, ``fail (k/n seeds)``, ``n/a`` (no seed stored draws) or ``no reference``, over
+    the seeds whose ``passes`` is known (None: the seed stored no draws; ``seeds`` names them)."""
     if missing is not None:
         return "no reference"
-    if any(p is None for p in passes):
+    known = [p for p in passes if p is not None]
+    if not known:
         return "n/a"
-    return "pass" if all(passes) else f"fail ({passes.count(False)}/{len(passes)} seeds)"
+    text = "pass" if all(known) else f"fail ({known.count(False)}/{len(known)} seeds)"
+    left = [str(s) for s, p in zip(seeds or [], passes) if p is None]
+    if len(known) < len(passes):
+        which = f"seed(s) {', '.join(left)}" if left else f"{len(passes) - len(known)} seed(s)"
+        text += f" ({which} stored no draws, left out)"
+    return text
 
 
 def _cost_cell(values, censored, reasons):
@@ -291,11 +302,12 @@ def tables(results: Results, settings=None) -> list[Table]:
             decided = order.decided[i]
             if i == 0 and verdict and decided != "tie":
                 decided = f"{decided} ({verdict})"
+            verdict_text = _verdict(passes, missing, [r.seed for r in group.runs])
             body.append([str(rank), label, str(len(group.runs)), grads[0], dens[0], secs[0], b2[0],
-                         _verdict(passes, missing), decided])
+                         verdict_text, decided])
             keys.append([rank, None, len(group.runs), grads[1], dens[1], secs[1], b2[1], None, None])
             ranks.setdefault(key, []).append(rank)
-            passed[key] = passed.get(key, 0) + (_verdict(passes, missing) == "pass")
+            passed[key] = passed.get(key, 0) + verdict_text.startswith("pass")
             wins[key] = wins.get(key, 0) + (rank == 1)
         primary = ranking.HEADERS.get(order.primary, "n/a")
         notes = [f"ranked by the per-target ranking's rule (ranking_<target>): a configuration "

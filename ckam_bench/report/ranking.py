@@ -54,7 +54,13 @@ proposal non-finite, a non-finite state; :meth:`ckam_bench.engine.runner.Runner.
 trustworthy ESS or MCSE (a chain that never moves has zero variance, which would read as
 perfect precision): its ESS per second and per gradient count as 0, its cost to accuracy (when
 its trace has b²) as ∞, and the MCSE of its group as ∞; the group's label carries "⚠ <flags> (k/n seeds)" and a
-note lists the runs and why.
+note lists the runs and why. A run that collected no sample is not ranked at all (it is no
+result; :mod:`ckam_bench.report.aggregate` skips it flagged ``no_samples``): a note names it, and
+its group counts only the seeds that collected.
+
+**Too short to trust.** A note names every run whose min ESS at its last checkpoint is below
+:data:`ckam_bench.engine.runstatus.ESS_FLOOR` (100; :func:`short_chains`), as its end-of-run line
+did; such a run is ranked as measured.
 
 **Report flags** (:func:`report_flags`, from the stored runs, over a group's seeds):
 
@@ -85,6 +91,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ckam_bench.engine.runstatus import ESS_FLOOR
 from ckam_bench.report.aggregate import FLAG_MARK, Group, Results
 from ckam_bench.report.tables import NA, Table, statistic, table_notes
 
@@ -496,6 +503,17 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
                      "accuracy: ∞): " + "; ".join(
                          f"{g.label} seed {r.seed}: " + ", ".join(f"{k} ({v})" for k, v in r.flags.items())
                          for g, r in flagged))
+    empty = [item for item in results.skipped_on(target) if item.flags]
+    if empty:
+        notes.append(f"{FLAG_MARK} not ranked, no sample collected (a re-run of the same "
+                     "command redoes them): " + "; ".join(
+                         f"{item.label} ({item.path.name})" for item in empty))
+    short = short_chains(groups)
+    if short:
+        notes.append(f"{FLAG_MARK} too short to trust (min ESS at the last checkpoint below "
+                     f"{ESS_FLOOR:g}, the ESS floor; its estimates carry Monte Carlo errors above "
+                     "a tenth of a posterior sd, ranked as measured): " + "; ".join(
+                         f"{label} seed {seed} ({ess:.3g})" for label, seed, ess in short))
     checked = [(g, checks[g.key]) for g in groups if checks[g.key]]
     if checked:
         notes.append(f"{FLAG_MARK} flagged by the report's checks (seeds that disagree: R-hat > "
@@ -514,6 +532,23 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)
+
+
+def short_chains(groups: list[Group]) -> list[tuple[str, int, float]]:
+    """(group label, seed, min ESS) of each run whose min ESS at its last checkpoint is below
+    :data:`ckam_bench.engine.runstatus.ESS_FLOOR` (too short to trust); runs the runner flagged
+    are left out (their ESS means nothing)."""
+    out = []
+    for group in groups:
+        for run in group.runs:
+            if run.flags or "ess_min" not in run.trace.columns:
+                continue
+            order = "checkpoint" if "checkpoint" in run.trace.columns else "sampler_seconds"
+            last = run.trace.sort_values(order, kind="stable").iloc[-1]
+            ess = float(pd.to_numeric(pd.Series([last["ess_min"]]), errors="coerce").iloc[0])
+            if math.isfinite(ess) and ess < ESS_FLOOR:
+                out.append((group.label, run.seed, ess))
+    return out
 
 
 def rank_order(items, key, name=str):
