@@ -227,15 +227,29 @@ class Target:
         return mass / mass.sum()
 
     def describe(self) -> dict:
-        """Small JSON-able description stored in the run's status file."""
+        """Small JSON-able description stored in the run's status file, and the identity of the
+        distribution (:meth:`reference_id`): a subclass adds every setting that changes its
+        density, and its data by their bytes (:func:`ckam_bench.data.content_sha256` of a file,
+        :func:`ckam_bench.data.array_sha256` of arrays read or built exactly)."""
         return {"name": self.name, "dim": self.dim, "noisy": self.noisy}
 
     def reference_id(self) -> str:
         """Key of this target's certified reference sample (:mod:`ckam_bench.checks.reference`): its
         name plus a short hash of :meth:`describe` (the settings that define the distribution;
-        targets that read data put a digest of it there)."""
-        settings = json.dumps(self.describe(), sort_keys=True, default=str)
+        targets that read data put a digest of it there), as sorted JSON in which a numpy array
+        is written in full (never numpy's abbreviated text) and a numpy number as the number."""
+        settings = json.dumps(self.describe(), sort_keys=True, default=_json_value)
         return f"{self.name}-{hashlib.sha256(settings.encode()).hexdigest()[:10]}"
+
+
+def _json_value(value):
+    """JSON for what ``json`` cannot write: numpy arrays as nested lists (every element),
+    numpy numbers as numbers, anything else as its text."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
 
 
 def check_target(target, label: str) -> None:

@@ -47,7 +47,8 @@ from scipy.special import logsumexp, ndtr
 
 from ckam_bench import jit
 from ckam_bench.targets.base import Target
-from ckam_bench.targets.mixtures import GaussianMixture, check_coordinate, check_dim, check_geometry
+from ckam_bench.targets.mixtures import (GaussianMixture, _parameters_sha256, check_coordinate, check_dim,
+                                         check_geometry)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -187,6 +188,8 @@ class BananaMixture(Target):
         if dim < 2:
             raise ValueError(f"dim must be >= 2, got {dim}")
         means, v, axis, bend, curv, w = _check_components(means, variances, axis, bend, curvature, weights, dim)
+        self._identity = _parameters_sha256(weights=np.ones(len(w)) if weights is None else weights,
+                                            means=means, variances=v, axis=axis, bend=bend, curvature=curv)
         self.weights, self.means, self.variances = w, means, v
         self.axis, self.bend, self.curvature = axis, bend, curv
         self._inv_var = 1.0 / v
@@ -198,6 +201,11 @@ class BananaMixture(Target):
         start, box = check_geometry(dim, start, box)
         super().__init__(dim, start, box)
         self.name = str(name)
+
+    def describe(self) -> dict:
+        """Name, dimension and ``parameters_sha256`` (weights as given, means, variances, axes,
+        bends, curvatures; part of the reference id)."""
+        return {**super().describe(), "parameters_sha256": self._identity}
 
     def _component_moments(self):
         """Per-component exact mean and variance of x, shape (K, d) each."""

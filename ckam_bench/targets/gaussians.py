@@ -43,6 +43,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import ndtr
 
 from ckam_bench import jit
+from ckam_bench.data import array_sha256
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.vecmath import vector_helper
 from ckam_bench.targets.mixtures import (
@@ -146,6 +147,9 @@ class Gaussian(Target):
     start : default start (d,); None gives 0.
     box : plotting/KL box (d, 2); None gives mean ± 6 standard deviations.
     name : short name (the YAML name).
+    settings : what ``mean`` and ``cov`` are computed from, when they are (a factory's
+        arguments; :meth:`describe` records them instead of hashing a computed covariance,
+        whose last bits may depend on the CPU); None hashes ``mean`` and ``cov`` as given.
     """
 
     def jax_log_density(self):
@@ -154,7 +158,8 @@ class Gaussian(Target):
 
         return jax_densities.gaussian(self)
 
-    def __init__(self, mean, cov, dim: int, start=None, box=None, name: str = "gaussian"):
+    def __init__(self, mean, cov, dim: int, start=None, box=None, name: str = "gaussian",
+                 settings: dict | None = None):
         dim = int(dim)
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
@@ -183,6 +188,13 @@ class Gaussian(Target):
         self._chol_inv = solve_triangular(chol, np.eye(dim), lower=True)
         self._precision = self._chol_inv.T @ self._chol_inv
         self._log_const = -float(np.sum(np.log(np.diag(chol)))) - 0.5 * dim * _LOG_2PI
+        self._identity = (dict(settings) if settings is not None else
+                          {"parameters_sha256": array_sha256([("mean", mean), ("cov", cov)])[:16]})
+
+    def describe(self) -> dict:
+        """Name, dimension and the distribution's parameters: the factory's settings, else the
+        sha256 of the mean and covariance as given (part of the reference id)."""
+        return {**super().describe(), **self._identity}
 
     # ------------------------------------------------------------------ primitives
     def _log_density(self, x: np.ndarray) -> float:
@@ -282,14 +294,16 @@ def gauss2d_corr(rho: float = 0.99, dim: int = 2) -> Gaussian:
     if not -1.0 < rho < 1.0:
         raise ValueError(f"rho must be in (-1, 1), got {rho}")
     cov = [[1.0, rho], [rho, 1.0]]
-    return Gaussian(np.zeros(2), cov, 2, start=np.zeros(2), box=_standard_box(np.ones(2)), name="gauss2d_corr")
+    return Gaussian(np.zeros(2), cov, 2, start=np.zeros(2), box=_standard_box(np.ones(2)), name="gauss2d_corr",
+                    settings={"rho": rho})
 
 
 def neal100(dim: int = 100) -> Gaussian:
     """N(0, diag(s_i²)), s_i = 0.01, 0.02, …, 1.00 (Neal's 100-D test)."""
     check_dim("neal100", dim, 100)
     sd = 0.01 * np.arange(1, 101)
-    return Gaussian(np.zeros(100), np.diag(sd**2), 100, start=np.zeros(100), box=_standard_box(sd), name="neal100")
+    return Gaussian(np.zeros(100), np.diag(sd**2), 100, start=np.zeros(100), box=_standard_box(sd), name="neal100",
+                    settings={"sd": "0.01 i, i = 1..100"})
 
 
 def gp51(dim: int = 51) -> Gaussian:
@@ -298,4 +312,5 @@ def gp51(dim: int = 51) -> Gaussian:
     x = np.linspace(0.0, 4.0, 51)
     cov = np.exp(-((x[:, None] - x[None, :]) ** 2) / (2.0 * 0.16)) + 0.01 * np.eye(51)
     box = _standard_box(np.sqrt(np.diag(cov)))
-    return Gaussian(np.zeros(51), cov, 51, start=np.zeros(51), box=box, name="gp51")
+    return Gaussian(np.zeros(51), cov, 51, start=np.zeros(51), box=box, name="gp51",
+                    settings={"x": "0, 0.08, ..., 4", "length_scale2": 0.16, "nugget": 0.01})

@@ -56,14 +56,13 @@ iterations) is shipped; it was built with ``ckam-bench-reference target=gp_glass
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.special import expit, logsumexp
 
-from ckam_bench.data import content_sha256, data_file
+from ckam_bench.data import array_sha256, content_sha256, data_file
 from ckam_bench.targets.base import Target
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -135,7 +134,7 @@ class GPClassification(Target):
         self.n_importance, self.prior_variance, self.jitter = n_importance, prior_variance, jitter
         self._sqdiff = (X[:, None, :] - X[None, :, :]) ** 2  # (n, n, p)
         self.digest = (str(data_sha256) if data_sha256 is not None else
-                       hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest())[:16]
+                       array_sha256([("X", X), ("y", y)]))[:16]
         self.rng = np.random.default_rng(0)
         self._warm = None  # â of the previous estimate: the next Newton search starts there
 

@@ -59,7 +59,6 @@ would take minutes); the arrays are kept alive in a module-level table for the p
 from __future__ import annotations
 
 import gzip
-import hashlib
 import math
 import os
 from pathlib import Path
@@ -67,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
-from ckam_bench.data import DataFileError, content_sha256, data_file
+from ckam_bench.data import DataFileError, array_sha256, content_sha256, data_file
 from ckam_bench.targets.base import Target
 
 MAX_DESIGN_ENTRIES = 50_000_000
@@ -438,7 +437,7 @@ class LogisticRegression(Target):
         self.X = X
         self.y = y
         self._c = X.T @ y
-        self._digest = hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest()  # this process's compiled-code key
+        self._digest = array_sha256([("X", X), ("y", y)])  # this process's compiled-code key
         self._data_sha256 = content_sha256(path)  # the identity: the file's bytes, not the standardised design
 
     @property

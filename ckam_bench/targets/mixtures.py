@@ -45,6 +45,7 @@ import numpy as np
 from scipy.special import logsumexp, ndtr
 
 from ckam_bench import jit
+from ckam_bench.data import array_sha256
 from ckam_bench.targets.base import Target
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -115,6 +116,12 @@ def check_coordinate(j, dim: int) -> int:
     if not 0 <= int(j) < dim:
         raise ValueError(f"j must be in [0, {dim}), got {j}")
     return int(j)
+
+
+def _parameters_sha256(**arrays) -> str:
+    """First 16 hex digits of the sha256 of a target's parameters as given (before weights are
+    normalised: numbers from a config or a factory, exact on every CPU), labelled by name."""
+    return array_sha256([(name, np.asarray(value, float)) for name, value in arrays.items()])[:16]
 
 
 def _six_sd_box(means: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -245,6 +252,7 @@ class GaussianMixture(Target):
         n_comp = means.shape[0]
         w = _positive_weights(weights, n_comp)
         v = np.asarray(variances, float)
+        self._identity = _parameters_sha256(weights=weights, means=means, variances=v)
         if v.shape == (n_comp,):
             v = v[:, None]
         if v.shape not in ((), (n_comp, 1), (n_comp, dim)):
@@ -267,6 +275,11 @@ class GaussianMixture(Target):
         # µs instead of the ~15 µs of numpy's per-call overhead), in numpy otherwise.
         self._small = n_comp * dim <= _PYTHON_LOOP_MAX
         self._components = list(zip(self._log_const.tolist(), means.tolist(), self._half_inv_var.tolist()))
+
+    def describe(self) -> dict:
+        """Name, dimension and ``parameters_sha256``: the sha256 of the weights, means and
+        variances as given (:func:`_parameters_sha256`; part of the reference id)."""
+        return {**super().describe(), "parameters_sha256": self._identity}
 
     # ------------------------------------------------------------------ primitives
     def _component_terms(self, x: np.ndarray) -> list[float]:
@@ -392,6 +405,7 @@ class ProductMixture(Target):
         n_comp = means.size
         w = _positive_weights(weights, n_comp)
         v = np.asarray(variance, float)
+        self._identity = _parameters_sha256(weights=weights, means=means, variance=v)
         if v.ndim > 1 or (v.ndim == 1 and v.size != n_comp):
             raise ValueError(f"variance must be a scalar or shape ({n_comp},), got shape {v.shape}")
         v = _positive_variances("variance", v, (n_comp,))
@@ -407,6 +421,11 @@ class ProductMixture(Target):
         self._half_inv_var = 0.5 / v
         self._log_const = np.log(w) - 0.5 * (np.log(v) + _LOG_2PI)
         self._scaled_weights = np.exp(self._log_const)
+
+    def describe(self) -> dict:
+        """Name, dimension and ``parameters_sha256``: the sha256 of the weights, means and
+        variances as given (:func:`_parameters_sha256`; part of the reference id)."""
+        return {**super().describe(), "parameters_sha256": self._identity}
 
     def _terms(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per coordinate and component: log w_k N(x_j; μ_k, v_k), shape (..., d, K)."""
