@@ -23,6 +23,9 @@ MOVED = {f"ckam_bench.{name}": f"ckam_bench.{package}.{name}" for package, names
 }.items() for name in names}
 
 
+_OWN_SPECS: dict = {}  # new name -> its spec, while the import system handles the old name
+
+
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old name and gives the module under its new name."""
 
@@ -33,10 +36,14 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         warnings.warn(f"{spec.name} is now {spec.origin} (the old name still works)",
                       DeprecationWarning, stacklevel=3)
-        return importlib.import_module(spec.origin)
+        module = importlib.import_module(spec.origin)
+        _OWN_SPECS[spec.origin] = module.__spec__  # the import system sets the old one's next
+        return module
 
     def exec_module(self, module):
-        """The module ran under its new name already."""
+        """The module ran under its new name already: it gets its own spec back (else
+        ``python -m`` or ``importlib.reload`` of the new name would find the old one's)."""
+        module.__spec__ = _OWN_SPECS.pop(module.__name__, module.__spec__)
 
     def get_code(self, name):
         """``python -m ckam_bench.cli``: the code of the new module, run as ``__main__``."""
