@@ -4,6 +4,7 @@ no class past CLASS_LINES, and the runner's loop class stays small (its pieces l
 budget.py, tally.py, runstatus.py and snapshot.py)."""
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -76,30 +77,57 @@ def test_commands_start_without_the_figure_stack():
 
 
 # ---------------------------------------------------------------------------- layers
-LAYERS = ("base", "engine", "commands", "report", "checks", "facade")
-"""Lowest first: a module imports only from its own layer or below (docs/layout.md)."""
+FLOORS = (
+    # (floor, the modules and packages on it, below ckam_bench.), lowest first
+    ("helpers", ("jit", "kernels", "schedules", "data", "reference_providers")),
+    ("adaptation", ("adaptation",)),
+    ("targets", ("targets",)),
+    ("reference_lookup", ("reference_lookup",)),
+    ("metrics", ("metrics",)),
+    ("samplers", ("samplers",)),
+    ("posteriordb", ("posteriordb",)),
+    ("engine", ("engine",)),
+    ("commands", ("commands", "posteriordb.build")),  # build: a maintainer's command (atomic writes)
+    ("report", ("report", "interop")),  # interop: stored runs as DataTrees, read as the report reads them
+    ("checks", ("checks",)),
+    ("facade", ("", "api", "_moved")),  # "": the package ckam_bench itself (its __init__ only)
+)
+"""The floors of the house, lowest first (docs/layout.md): a module imports only from its own
+floor or below, so a lower floor never reaches up (the targets do not import the posteriordb
+suite built on them: it hands its references down through ckam_bench.reference_providers).
+Every module of the package has a floor: the longest prefix listed here that it falls under."""
 
 
-def _layer(module: str) -> str:
-    parts = module.split(".")
-    if module in ("ckam_bench", "ckam_bench.api", "ckam_bench._moved"):
-        return "facade"
-    if module == "ckam_bench.interop":
-        return "report"  # stored runs as DataTrees: read like the report reads them
-    if module == "ckam_bench.posteriordb.build":
-        return "commands"  # a maintainer's command (writes package data atomically)
-    return {"engine": "engine", "commands": "commands", "report": "report",
-            "checks": "checks"}.get(parts[1], "base")
-
-
-def _import_graph() -> dict[str, set[str]]:
-    """Every import of a ckam_bench module by another, at module level or inside a function
-    (a lazy import is still a dependency); the bare package ``ckam_bench`` (which every import
-    runs first) and a package's own submodules (its re-exports) are left out."""
+def _modules_by_name() -> dict[str, Path]:
     modules = {}
     for path in _modules():
         name = ".".join(("ckam_bench", *path.relative_to(PACKAGE).with_suffix("").parts))
         modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+def _floor(module: str) -> int | None:
+    """The floor of ``module`` (its index in :data:`FLOORS`), None when it is on none."""
+    inside = module.removeprefix("ckam_bench").removeprefix(".")
+    best, floor = -1, None
+    for i, (_, prefixes) in enumerate(FLOORS):
+        for prefix in prefixes:
+            under = inside == prefix or (prefix != "" and inside.startswith(prefix + "."))
+            if under and len(prefix) > best:
+                best, floor = len(prefix), i
+    return floor
+
+
+@functools.cache
+def _import_graph() -> dict[str, frozenset[str]]:
+    """Every import of a ckam_bench module by another, of the whole package (the package
+    ``ckam_bench`` and every subpackage's ``__init__`` included), at module level or inside a
+    function (a lazy import is still a dependency). An import of one of the module's own
+    ancestor packages is left out: Python imports those before the module anyway, so it is no
+    choice of the code (``import ckam_bench`` in a command, ``from ckam_bench.posteriordb import
+    SUITE`` in a posteriordb module). A package importing its own submodules is kept: the
+    circle posteriordb -> models -> subset -> targets.pymc -> posteriordb went through one."""
+    modules = _modules_by_name()
 
     def resolve(name):
         while name and name not in modules:
@@ -109,26 +137,46 @@ def _import_graph() -> dict[str, set[str]]:
     graph = {m: set() for m in modules}
     for module, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ckam_bench"):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                raise AssertionError(f"{module}: relative import (the house test reads absolute ones)")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ckam_bench"):
                 found = [resolve(f"{node.module}.{a.name}") for a in node.names]
             elif isinstance(node, ast.Import):
                 found = [resolve(a.name) for a in node.names if a.name.startswith("ckam_bench")]
             else:
                 continue
-            graph[module] |= {t for t in found if t and t != "ckam_bench" and t != module
-                              and not t.startswith(module + ".")}
-    return graph
+            graph[module] |= {t for t in found if t and t != module and not module.startswith(t + ".")}
+    return {m: frozenset(t) for m, t in graph.items()}
 
 
-def test_layers_import_downward_only():
-    rank = {layer: i for i, layer in enumerate(LAYERS)}
-    upward = sorted(f"{m} -> {t}" for m, targets in _import_graph().items() for t in targets
-                    if rank[_layer(m)] < rank[_layer(t)])
-    assert not upward, "imports that call a layer above (docs/layout.md):\n" + "\n".join(upward)
+def test_every_module_is_on_a_floor():
+    homeless = sorted(m for m in _modules_by_name() if _floor(m) is None)
+    assert not homeless, f"put these modules on a floor of FLOORS (and docs/layout.md): {homeless}"
 
 
-def test_no_import_cycles():
+def test_floors_import_downward_only():
     graph = _import_graph()
+    upward = sorted(f"{m} ({FLOORS[_floor(m)][0]}) -> {t} ({FLOORS[_floor(t)][0]})"
+                    for m, targets in graph.items() for t in targets
+                    if None not in (_floor(m), _floor(t)) and _floor(m) < _floor(t))
+    assert not upward, "imports that call a floor above (docs/layout.md):\n" + "\n".join(upward)
+
+
+def test_the_house_test_sees_what_it_guards():
+    """The graph holds lazy imports, the package's own ``__init__`` files and a package's
+    imports of its submodules, and the floors order what the issue named."""
+    graph = _import_graph()
+    assert "ckam_bench.commands.config" in graph["ckam_bench"]  # the package itself, module level
+    assert "ckam_bench.api" in graph["ckam_bench"]  # inside a function
+    assert "ckam_bench.posteriordb.highdim" in graph["ckam_bench.posteriordb"]  # its own submodule
+    assert "ckam_bench.posteriordb" not in graph["ckam_bench.posteriordb.highdim"]  # its ancestor
+    assert _floor("ckam_bench.targets.pymc") < _floor("ckam_bench.reference_lookup") \
+        < _floor("ckam_bench.posteriordb") < _floor("ckam_bench.posteriordb.build")
+    assert _floor("ckam_bench.reference_providers") < _floor("ckam_bench.targets.pymc")
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of two or more."""
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):  # Tarjan's strongly connected components
@@ -155,15 +203,35 @@ def test_no_import_cycles():
     for v in graph:
         if v not in index:
             visit(v)
+    return cycles
+
+
+def test_no_import_cycles():
+    """No two modules of the package import each other, directly or in a circle, even inside
+    functions; a lower floor reaching up to a module that imports it back is one."""
+    cycles = _cycles(_import_graph())
     assert not cycles, f"modules that import each other: {cycles}"
+
+
+def test_a_circle_is_seen():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({**graph, "c": set()}) == []
+
+
+NAMES_NOT_PATHS = {
+    # module: the names in it spelled like an old module path that are no module path
+    "commands/plugins.py": {"ckam_bench.plugins"},  # the plugins' entry-point group (issue 43 §1)
+}
 
 
 def test_the_package_itself_uses_the_new_paths():
     from ckam_bench._moved import MOVED
 
     old = re.compile(r"\b(" + "|".join(re.escape(m) for m in MOVED) + r")\b(?![./\w])")
-    users = sorted(f"{path.relative_to(PACKAGE)}: {found}" for path in _modules()
-                   if path.name != "_moved.py" for found in set(old.findall(path.read_text())))
+    users = sorted(f"{name}: {found}" for path in _modules()
+                   if (name := path.relative_to(PACKAGE).as_posix()) != "_moved.py"
+                   for found in set(old.findall(path.read_text())) - NAMES_NOT_PATHS.get(name, set()))
     assert not users, f"old module paths inside the package: {users}"
 
 

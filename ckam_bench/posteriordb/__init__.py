@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ckam_bench.reference_providers import register_reference_provider
+
 HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "data"
 REFERENCE_DIR = HERE / "reference"
@@ -232,7 +234,9 @@ def reference_for(target):
     """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference_lookup.
     Reference`) of a ``target=pymc`` target running a model of :data:`SUITE` on its shipped data;
     None for any other target (another model, other data through ``target.data``, or a posterior
-    whose reference the harness certified: that one is found by the target's reference id)."""
+    whose reference the harness certified: that one is found by the target's reference id).
+    Registered as a reference provider when this package is imported
+    (:mod:`ckam_bench.reference_providers`): the pymc target asks there, never here."""
     name = suite_name(getattr(target, "spec", None))
     if name is None or getattr(target, "data_file", None) is not None \
             or registered()[name].reference_source != POSTERIORDB:
@@ -248,3 +252,6 @@ def reference_for(target):
                      second_moment=arrays["second_moment"], variance=arrays["variance"],
                      fourth_moment=arrays["fourth_moment"], mcse_mean=arrays["mcse_mean"],
                      certificate=certificate, path=REFERENCE_DIR / f"{SUITE[name].reference}.npz")
+
+
+register_reference_provider(reference_for)

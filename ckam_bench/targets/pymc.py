@@ -478,11 +478,14 @@ class PyMCModel(Target):
         return self.constrain(X)
 
     def ckam_reference(self):
-        """posteriordb's reference draws when the model is one of the posteriordb suite's on its
-        shipped data (:func:`ckam_bench.posteriordb.reference_for`), else None."""
-        from ckam_bench.posteriordb import reference_for
+        """The reference handed down for this model (:func:`ckam_bench.reference_providers.
+        provided_reference`): posteriordb's reference draws when the model is one of the
+        posteriordb suite's on its shipped data (the suite registers
+        :func:`ckam_bench.posteriordb.reference_for` when imported, which building a suite model
+        does), else None. The targets never import the suite built on them."""
+        from ckam_bench.reference_providers import provided_reference
 
-        return reference_for(self)
+        return provided_reference(self)
 
     def ckam_label(self) -> str:
         """The run's target label: ``pymc_<module>[_<function>]``, not just ``pymc``."""
