@@ -6,7 +6,9 @@ experiment with a one-line description — the YAML's leading comment, else the 
 its class's docstring — and what it can do: a target's dimension, gradient, exact draws and
 noisy (pseudo-marginal) density; a sampler's need for a gradient (or for specific targets)
 and whether it runs several chains. An entry that cannot be built is listed with its error
-instead of stopping the list.
+instead of stopping the list; one that needs an optional extra which is not installed (the
+peer samplers, PyMC models, the posteriordb suite on the README's base install) says which:
+``needs ckam-bench[peers]``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,6 @@ import inspect
 import os
 import re
 import sys
-
-
-
 
 GROUPS = ("sampler", "target", "kernel", "schedule", "experiment", "budget", "checkpoint",
           "metrics")
@@ -234,6 +233,38 @@ def _flat_targets():
     return Flat(1), Smooth(1)
 
 
+def needs_extra(exc) -> str:
+    """The optional extra an error asks for, from the one form every missing-extra message of
+    the harness has (``pip install "ckam-bench[EXTRA]"``), as ``needs ckam-bench[EXTRA]``; ""
+    for any other error."""
+    found = re.search(r"ckam-bench\[(\w+)\]", str(exc))
+    return f"needs ckam-bench[{found[1]}]" if found else ""
+
+
+def _needs_pymc() -> str:
+    """``needs ckam-bench[pymc]`` when PyMC is not installed (asked without importing it)."""
+    from ckam_bench.posteriordb import PYMC_EXTRA, pymc_installed
+
+    return "" if pymc_installed() else f"needs {PYMC_EXTRA}"
+
+
+def _is_pymc_target(node) -> bool:
+    return hasattr(node, "get") and node.get("_target_") == "ckam_bench.targets.pymc.PyMCModel"
+
+
+def _experiment_needs(repo, name: str) -> str:
+    """What an experiment needs that is not installed: PyMC when it runs ``target=pymc``."""
+    loaded = repo.load_config(f"experiment/{name}")
+    for entry in (loaded.defaults_list or []) if loaded is not None else []:
+        group = str(getattr(entry, "group", "") or "").lstrip("/")
+        value = getattr(entry, "value", None)
+        if group == "target" and isinstance(value, str):
+            target = repo.load_config(f"target/{value}")
+            if target is not None and _is_pymc_target(target.config):
+                return _needs_pymc()
+    return ""
+
+
 def _target_caps(node) -> str:
     from hydra.utils import instantiate
 
@@ -356,6 +387,10 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
                 caps = _target_caps(node) if node.get("model", "") is not None else (
                     "any PyMC model: target.model=PACKAGE.MODULE:FUNCTION or FILE.py:FUNCTION; "
                     "ckam-bench list posteriordb lists the suite's")
+                if _is_pymc_target(node) and _needs_pymc():
+                    caps = f"{caps}; {_needs_pymc()}"
+            elif group == "experiment":
+                caps = _experiment_needs(repo, name)
             elif group == "sampler":
                 cfg = _with_option(base, repo, group, name, searchpath)
                 desc = desc or _describe(cfg[group])
@@ -364,33 +399,43 @@ def entries(group: str, overrides=()) -> list[tuple[str, str, str]]:
                 cfg = _with_option(base, repo, group, name, searchpath)
                 desc = desc or _describe(cfg.kernel)
         except Exception as exc:  # show the problem in its row, go on with the others
-            caps = f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            caps = needs_extra(exc) or \
+                f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         rows.append((name, desc, caps))
     return rows
 
 
-def posteriordb_rows(overrides=()) -> list[tuple[str, str, str]]:
-    """(posterior, what makes it a test, capabilities: dims, character, whose reference it is,
-    the command) for every posterior of the suite, or of the ``posteriordb.subset=[...]`` among
-    ``overrides``."""
+def _posteriordb_row(posterior) -> tuple[str, str, str]:
+    """(name, note, capabilities: dims, character, whose reference it is, the command, and
+    ``needs ckam-bench[pymc]`` when PyMC is not installed: every posterior is a PyMC model)."""
     from ckam_bench.posteriordb.subset import reference_status
+
+    p = posterior
+    caps = (f"d={p.dim}, {p.character}, {reference_status(p.name).describe()}; "
+            f"target=pymc target.model={p.model}")
+    needs = _needs_pymc()
+    return p.name, p.note, f"{caps}; {needs}" if needs else caps
+
+
+def posteriordb_rows(overrides=()) -> list[tuple[str, str, str]]:
+    """A row (:func:`_posteriordb_row`) for every posterior of the suite, or of the
+    ``posteriordb.subset=[...]`` among ``overrides``."""
     from ckam_bench.posteriordb.subset import select
 
-    return [(p.name, p.note, f"d={p.dim}, {p.character}, {reference_status(p.name).describe()}; "
-             f"target=pymc target.model={p.model}") for p in select(_subset(overrides))]
+    return [_posteriordb_row(p) for p in select(_subset(overrides))]
 
 
 def posteriordb_unreferenced(overrides=()) -> list[tuple[str, str, str]]:
     """The registered posteriors without a reference (never run by default), each with why;
-    none when ``overrides`` choose a subset (that list shows what the subset chooses)."""
+    none when ``overrides`` choose a subset (that list shows what the subset chooses). One whose
+    reference cannot be looked for here (PyMC not installed) is listed with the suite, marked."""
     from ckam_bench.posteriordb import registered
     from ckam_bench.posteriordb.subset import reference_status
 
     if _subset(overrides) is not None:
         return []
-    return [(p.name, p.note, f"d={p.dim}, {p.character}, {reference_status(p.name).describe()}; "
-             f"target=pymc target.model={p.model}")
-            for p in registered().values() if not reference_status(p.name).found]
+    return [_posteriordb_row(p) for p in registered().values()
+            if not (status := reference_status(p.name)).found and not status.needs]
 
 
 def _subset(overrides):

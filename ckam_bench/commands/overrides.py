@@ -96,6 +96,12 @@ def problem(args: list[str], config_name: str = "config",
     except HydraException as exc:
         return f"cannot read the command line: {str(exc).splitlines()[0]}"
     searchpath = [o.input_line for o in overrides if o.key_or_group == "hydra.searchpath"]
+    if any(o.key_or_group == "experiment" and "posteriordb" in _values(o) for o in overrides):
+        from ckam_bench.posteriordb import PYMC_EXTRA, pymc_installed
+
+        if not pymc_installed():  # its sweep's resolver would fail inside Hydra: said here
+            return (f"experiment=posteriordb runs PyMC models (target=pymc), and PyMC is not "
+                    f'installed: pip install "{PYMC_EXTRA}"')
     for o in overrides:  # read by a resolver while Hydra expands the sweep: checked here
         if o.key_or_group == "posteriordb.subset" and not (o.is_delete() or o.is_sweep_override()):
             from ckam_bench.posteriordb.subset import SubsetError, select

@@ -37,6 +37,24 @@ POSTERIORDB_COMMIT = "28f8d3d6e975315f42aa274a8399f21e07a43b30"
 CHARACTERS = ("regression", "hierarchical", "time series", "GP", "mixture", "HMM", "ODE")
 """The kinds of posterior in the suite (:attr:`Posterior.character`)."""
 
+PYMC_EXTRA = "ckam-bench[pymc]"
+"""The optional extra every posterior of the suite needs: each is a ``target=pymc`` run."""
+
+
+def pymc_installed() -> bool:
+    """Whether PyMC and pytensor are installed, asked without importing them (importing PyMC
+    takes seconds; the suite's lists and files need neither)."""
+    import importlib.util
+
+    for module in ("pymc", "pytensor"):
+        try:
+            if importlib.util.find_spec(module) is None:  # also when sys.modules[module] is None
+                return False
+        except (ImportError, ValueError):  # a broken or half-imported module
+            return False
+    return True
+
+
 POSTERIORDB, HARNESS = "posteriordb", "harness"
 REFERENCE_SOURCES = {POSTERIORDB: "posteriordb's reference draws",
                      HARNESS: "a reference the harness certified"}

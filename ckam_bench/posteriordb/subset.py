@@ -49,6 +49,10 @@ class ReferenceStatus:
     """the reference file; None when there is none."""
     reason: str
     """why there is none ("" when there is one)."""
+    needs: str = ""
+    """the optional extra without which it cannot be told whether there is one ("pymc": a
+    harness reference is found by the target's reference id, which the PyMC model gives); ""
+    when it is told."""
 
     @property
     def found(self) -> bool:
@@ -56,6 +60,11 @@ class ReferenceStatus:
 
     def describe(self) -> str:
         """One phrase for ``ckam-bench list``: the reference's source and file, or why none."""
+        if self.needs:
+            from ckam_bench.posteriordb import REFERENCE_SOURCES
+
+            return (f"{REFERENCE_SOURCES[self.source]} if one is shipped or cached, looked up by "
+                    f"the target's reference id once ckam-bench[{self.needs}] is installed")
         if not self.found:
             return f"no reference ({self.reason}): not run by default"
         from ckam_bench.posteriordb import HARNESS, POSTERIORDB, REFERENCE_SOURCES
@@ -73,8 +82,10 @@ def reference_status(name: str) -> ReferenceStatus:
     harness reference, a certified file of the target's reference id in the shipped references
     or the user's cache (:func:`ckam_bench.reference_lookup.find_reference`, read by
     ``read_reference``, which refuses an uncertified one). Building the target to know its id
-    needs PyMC (once per process and posterior)."""
-    from ckam_bench.posteriordb import HARNESS, POSTERIORDB, REFERENCE_DIR, registered
+    needs PyMC (once per process and posterior); without PyMC installed (the base install), a
+    harness reference is not looked for, and the status says which extra tells
+    (:attr:`ReferenceStatus.needs`). posteriordb's draws are found without PyMC."""
+    from ckam_bench.posteriordb import HARNESS, POSTERIORDB, PYMC_EXTRA, REFERENCE_DIR, pymc_installed, registered
     from ckam_bench.reference_lookup import find_reference
 
     posterior = registered()[name]
@@ -82,10 +93,13 @@ def reference_status(name: str) -> ReferenceStatus:
         path = REFERENCE_DIR / f"{posterior.reference}.npz"
         return ReferenceStatus(POSTERIORDB, path if path.is_file() else None,
                                "" if path.is_file() else f"{path} is missing")
+    if not pymc_installed():
+        return ReferenceStatus(HARNESS, None, "its id is the PyMC target's, which needs "
+                               f"{PYMC_EXTRA}", needs="pymc")
     try:
         reference_id, dim = _target_id(posterior.model)
-    except ImportError as exc:
-        return ReferenceStatus(HARNESS, None, f"its target needs PyMC ({exc})")
+    except ValueError as exc:  # ModelError: PyMC installed but unusable, or the model fails
+        return ReferenceStatus(HARNESS, None, f"its target cannot be built: {exc}")
     path = find_reference(SimpleNamespace(reference_id=lambda: reference_id))
     if path is None:
         return ReferenceStatus(HARNESS, None, f"no certified {reference_id}.npz shipped or cached")
@@ -125,7 +139,8 @@ def suite() -> list:
 
 
 class SubsetError(ValueError):
-    """A ``posteriordb.subset`` term that selects nothing or cannot be read."""
+    """A ``posteriordb.subset`` term that selects nothing or cannot be read, or a suite that
+    cannot run here (PyMC not installed)."""
 
 
 def _terms(subset) -> list[str]:
@@ -141,11 +156,14 @@ def _terms(subset) -> list[str]:
 
 def select(subset=None) -> list:
     """The suite's :class:`~ckam_bench.posteriordb.Posterior` entries chosen by ``subset`` (a
-    term or a list of terms, see the module docstring), in the suite's order."""
+    term or a list of terms, see the module docstring), in the suite's order. Without PyMC (the
+    base install, where nothing of the suite runs: :func:`model_specs` refuses) the posteriors
+    whose reference cannot be looked for are candidates too, so ``ckam-bench list posteriordb``
+    shows them, marked (:attr:`ReferenceStatus.needs`)."""
     from ckam_bench.posteriordb import CHARACTERS, registered
 
     everything = list(registered().values())
-    posteriors = suite()
+    posteriors = [p for p in everything if (status := reference_status(p.name)).found or status.needs]
     chosen: set[str] = set()
     bounds = []
     any_name = False
@@ -190,6 +208,11 @@ def model_specs(subset=None) -> str:
     (the ``${posteriordb_models:...}`` resolver)."""
     from omegaconf import ListConfig, OmegaConf
 
+    from ckam_bench.posteriordb import PYMC_EXTRA, pymc_installed
+
+    if not pymc_installed():  # before anything is launched: one line, nothing created
+        raise SubsetError(f"experiment=posteriordb runs PyMC models (target=pymc), and PyMC is not "
+                          f'installed: pip install "{PYMC_EXTRA}"')
     if isinstance(subset, ListConfig):
         subset = OmegaConf.to_container(subset)
     return ",".join(p.model for p in select(subset))
