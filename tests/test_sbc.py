@@ -118,6 +118,65 @@ def test_a_folder_that_is_not_this_sbc_is_refused_untouched(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
+# ---------------------------------------------------------------------------- progress
+SWEEP_OUTPUT = r"""[2026-11-28 14:10:16,487][HYDRA] Launching 4 jobs locally
+[2026-11-28 14:10:16,488][HYDRA] \t#0 : target=pymc sampler=rw seed=0 target.data=/f/simulations/$\{seed\}.npz
+complete (max_iterations): rw on m, 3000 iterations in 0.00 s of sampler time (3,093,578 it/s), min ESS 215 -> /f/runs/sim_0
+  note: too short to trust: min ESS 215 is below 1000 (the ESS floor)
+[2026-11-28 14:10:23,785][HYDRA] \t#1 : target=pymc sampler=rw seed=1 target.data=/f/simulations/$\{seed\}.npz
+ckam-bench: already complete for this config, skipped: /f/runs/sim_1
+[2026-11-28 14:10:24,681][HYDRA] \t#2 : target=pymc sampler=rw seed=2 target.data=/f/simulations/$\{seed\}.npz
+complete (budget) FLAGGED stuck: rw on m, 10 iterations in 0.01 s of sampler time (1,000 it/s) -> /f/runs/sim_2
+  FLAGGED stuck: no move accepted in the last 9 of 10 iterations (90% of the run)
+[2026-11-28 14:10:25,525][HYDRA] \t#3 : target=pymc sampler=rw seed=3 target.data=/f/simulations/$\{seed\}.npz
+Traceback (most recent call last):
+  File "x.py", line 1, in <module>
+ValueError: the model broke
+failed (ValueError: the model broke): rw on m, 0 iterations in 0.00 s of sampler time (0 it/s) -> /f/runs/sim_3
+""".replace("\\t#", "\t#")  # Hydra writes a tab before the job number
+
+
+def test_the_sweep_output_is_one_progress_line_errors_kept():
+    """Hydra's launch lines (with ${seed} escaped) and clean runs' end lines and notes go; a
+    progress line counts the simulations; a flagged or failed run and a traceback stay."""
+    import io
+
+    out = io.StringIO()
+    progress = sbc.Progress(4, out, tty=False)
+    for line in SWEEP_OUTPUT.splitlines(keepends=True):
+        progress.feed(line)
+    progress.close()
+    text = out.getvalue()
+    assert "[HYDRA]" not in text and "$\\{seed\\}" not in text and "sim_0" not in text
+    assert "too short to trust" not in text and "skipped" not in text
+    assert "complete (budget) FLAGGED stuck" in text and "  FLAGGED stuck: no move" in text
+    assert "Traceback (most recent call last):" in text and "ValueError: the model broke" in text
+    assert text.rstrip().endswith("ckam-bench-sbc: 4/4 simulations finished (1 already complete, "
+                                  "1 flagged, 1 failed)")
+    assert text.count("simulations finished") == 4  # n < 10: every simulation
+
+
+def test_progress_on_a_terminal_rewrites_one_line():
+    import io
+
+    out = io.StringIO()
+    progress = sbc.Progress(100, out, tty=True)
+    for i in range(30):
+        progress.feed(f"complete (budget): rw on m, 1 iterations -> /f/runs/sim_{i}\n")
+    progress.feed("ckam-bench: an error\n")
+    progress.close()
+    text = out.getvalue()
+    assert text.count("\n") == 2  # the error's line and the final newline
+    assert "\r\x1b[Kckam-bench: an error\nckam-bench-sbc: 30/100 simulations finished" in text
+    assert text.endswith("ckam-bench-sbc: 30/100 simulations finished\n")
+    quiet = io.StringIO()
+    progress = sbc.Progress(100, quiet, tty=False)
+    for i in range(30):
+        progress.feed(f"complete (budget): rw on m -> /f/runs/sim_{i}\n")
+    assert quiet.getvalue().splitlines() == [f"ckam-bench-sbc: {k}/100 simulations finished"
+                                             for k in (10, 20, 30)]
+
+
 # ---------------------------------------------------------------------------- both ways
 CORRECT = ["sampler=mala", "sampler.burn_in=1000", "budget.max_iterations=21000",
            "budget.seconds=120", "checkpoint.on=iterations", "checkpoint.first=5000",
@@ -154,6 +213,10 @@ def test_a_correct_sampler_passes(tmp_path, model):
     assert result["simulations"] == 100 and not result["left_out"]
     assert proc.stdout.startswith("SBC PASS: mala on ")  # the config name, not the class
     _outputs_complete(folder, 100)
+    # concise: a progress line at every tenth, no Hydra launch line, no escaped ${seed}
+    assert "ckam-bench-sbc: 100/100 simulations finished" in proc.stderr
+    assert "[HYDRA]" not in proc.stderr and "$\\{seed\\}" not in proc.stderr
+    assert proc.stderr.count("simulations finished") == 10
 
 
 @pytest.mark.slow
@@ -186,7 +249,8 @@ def test_a_rerun_resumes_and_skips_complete_runs(tmp_path):
         (sim / name).unlink()
     second = sbc_command(*args, cwd=tmp_path)
     assert second.returncode == first.returncode, second.stderr[-3000:]
-    assert second.stderr.count("already complete for this config, skipped") == 9
+    assert "ckam-bench-sbc: 10/10 simulations finished (9 already complete)" in second.stderr
+    assert "already complete for this config, skipped" not in second.stderr  # counted, not listed
     assert (folder / "runs" / "sim_0" / "trace.parquet").stat().st_mtime == mtime
     after = _verdict(folder)
     assert after["p_value"] == before["p_value"] and after["counts"] == before["counts"]

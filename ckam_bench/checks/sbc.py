@@ -20,7 +20,9 @@ them in local processes, ``hydra/launcher=slurm`` on a cluster), plugins and ``h
 too, and so does the harness's resume: ``ckam-bench-sbc … sbc.dir=FOLDER`` (an existing SBC
 folder) skips the complete runs and resumes the others from their last checkpoint. The sweep
 runs in its own process group holding the SBC folder's lock, and dies with this command
-(:func:`_die_with`); Ctrl-C stops it (final checkpoints) and prints the resume command. The
+(:func:`_die_with`); Ctrl-C stops it (final checkpoints) and prints the resume command. Its
+output is made concise (:class:`Progress`): one progress line instead of Hydra's launch line and
+the end line of every run; errors and failed or flagged runs are printed as they come. The
 ranks are read from each run's ``samples.parquet`` (the model's variables on the constrained
 scale: free variables and deterministics); a run folder another process holds is never read.
 
@@ -559,17 +561,113 @@ def _die_with(parent: int):
 GRACE = 90.0  # seconds the sweep has, after Ctrl-C, for its final checkpoints
 
 
-def _sweep(command: list[str], lock_fd: int | None) -> int:
-    """Run the sweep in its own process group, holding the SBC folder's lock too (so a re-run
-    is refused while it lives) and dying with this process. Ctrl-C / SIGTERM here is passed on
-    to the whole group (a final checkpoint in each run), then re-raised."""
+LAUNCH_LINE = re.compile(r"\]\[HYDRA\] (Launching |\t#\d+ : |Joblib\.Parallel|Submitit )")
+"""Hydra's launch lines: one per job, its overrides with ``${seed}`` escaped as ``$\\{seed\\}``."""
+RUN_LINE = re.compile(r"^(?P<state>complete|interrupted|failed) \([^)]*\)(?P<flagged> FLAGGED)?")
+"""A run's end line (:func:`ckam_bench.commands.cli.summary`)."""
+SKIPPED_LINE = "already complete for this config, skipped"
+
+
+class Progress:
+    """What the sweep of simulations prints, made concise for ``out`` (stderr).
+
+    Dropped: Hydra's launch lines and the end line of each run that completed unflagged, with
+    its indented notes. Counted: those runs, runs skipped as already complete, flagged,
+    failed and interrupted runs, in one progress line ``ckam-bench-sbc: 37/100 simulations
+    finished (2 failed)`` — rewritten in place on a terminal, else printed at every tenth of
+    the simulations. Kept: everything else (a failed, interrupted or flagged run's end line,
+    errors, tracebacks, warnings)."""
+
+    def __init__(self, n: int, out=None, tty: bool | None = None):
+        self.n, self.out = n, out if out is not None else sys.stderr
+        self.tty = self.out.isatty() if tty is None else tty
+        self.counts = {"finished": 0, "already complete": 0, "flagged": 0, "failed": 0,
+                       "interrupted": 0}
+        self.quiet_notes = False  # the indented lines after a dropped end line
+        self.shown = ""  # the progress line on the terminal, rewritten in place
+
+    def feed(self, line: str) -> None:
+        text = line.rstrip("\r\n")
+        if LAUNCH_LINE.search(text):
+            return
+        if text.startswith("  ") and self.quiet_notes:
+            return
+        self.quiet_notes = False
+        found = RUN_LINE.match(text)
+        if SKIPPED_LINE in text:
+            self._count("already complete")
+        elif found:
+            state = found["state"]
+            kind = "flagged" if state == "complete" and found["flagged"] else state
+            self.quiet_notes = kind == "complete"
+            if kind != "complete":
+                self._write(text)
+            self._count(None if kind == "complete" else kind)
+        elif text.strip():
+            self._write(text)
+
+    @property
+    def done(self) -> int:
+        """Simulations finished one way or another (a flagged run counts once, as finished)."""
+        return sum(v for k, v in self.counts.items() if k != "flagged")
+
+    def line(self) -> str:
+        """The progress line."""
+        parts = [f"{v} {k}" for k, v in self.counts.items() if v and k != "finished"]
+        return (f"ckam-bench-sbc: {self.done}/{self.n} simulations finished"
+                + (f" ({', '.join(parts)})" if parts else ""))
+
+    def close(self) -> None:
+        if self.tty and self.shown:
+            self.out.write("\n")
+            self.out.flush()
+            self.shown = ""
+
+    def _count(self, kind: str | None) -> None:
+        """One more simulation of ``kind`` (None: completed unflagged), and the progress line."""
+        self.counts["finished" if kind in (None, "flagged") else kind] += 1
+        if kind == "flagged":
+            self.counts["flagged"] += 1
+        if self.tty:
+            self.shown = self.line()
+            self.out.write(f"\r{self.shown}\033[K")
+        elif self.done == self.n or self.done % max(1, self.n // 10) == 0:
+            self.out.write(self.line() + "\n")
+        self.out.flush()
+
+    def _write(self, text: str) -> None:
+        if self.tty and self.shown:
+            text = f"\r\033[K{text}\n{self.shown}"
+        else:
+            text += "\n"
+        self.out.write(text)
+        self.out.flush()
+
+
+def _sweep(command: list[str], lock_fd: int | None, n: int) -> int:
+    """Run the sweep of ``n`` simulations in its own process group, holding the SBC folder's
+    lock too (so a re-run is refused while it lives) and dying with this process; its output
+    goes through :class:`Progress` (a thread reads it, so the sweep never waits on a full pipe).
+    Ctrl-C / SIGTERM here is passed on to the whole group (a final checkpoint in each run),
+    then re-raised."""
     sys.stdout.flush()
     proc = subprocess.Popen(command, env={**os.environ, "HYDRA_FULL_ERROR": "0"},
-                            stdout=sys.stderr.fileno(),  # stdout: the verdict's line alone
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # our stdout: the verdict alone
+                            text=True, errors="replace", bufsize=1,
                             start_new_session=True, preexec_fn=_die_with(os.getpid()),
                             pass_fds=(lock_fd,) if lock_fd is not None else ())
+    progress = Progress(n)
+
+    def read():
+        for line in proc.stdout:
+            progress.feed(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        return proc.wait()
+        code = proc.wait()
+        reader.join(timeout=30.0)  # a process the sweep left behind may hold the pipe open
+        return code
     except KeyboardInterrupt:
         for sig, wait in ((signal.SIGINT, GRACE), (signal.SIGTERM, 10.0), (signal.SIGKILL, None)):
             try:
@@ -581,7 +679,10 @@ def _sweep(command: list[str], lock_fd: int | None) -> int:
                 break
             except (subprocess.TimeoutExpired, KeyboardInterrupt):
                 continue
+        reader.join(timeout=5.0)
         raise
+    finally:
+        progress.close()
 
 
 def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args, choice, simulated,
@@ -600,8 +701,8 @@ def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args, choice, 
                f"seed=range(0,{n})", f"target.data={folder}/simulations/${{seed}}.npz",
                f"hydra.sweep.dir={folder / 'runs'}", "hydra.sweep.subdir=sim_${seed}",
                "~hydra.callbacks.sweep_report"]
-    _say(f"running {n} simulations: {' '.join(command[2:])}")
-    code = _sweep(command, lock_fd)
+    _say(f"running {n} simulations (one ckam-bench sweep) into {folder / 'runs'}")
+    code = _sweep(command, lock_fd, n)
     if code not in (0, 2):
         _say(f"the sweep exited with {code}")
     # 4. ranks, test, figures, verdict
