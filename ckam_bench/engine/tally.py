@@ -153,8 +153,10 @@ class Tally:
 
     def loops(self, target, sampler: str) -> tuple[str, str]:
         """Which loops ran, from the blocks run so far: ``compiled`` (a compiled loop ran in
-        every block), ``python`` (in none), ``mixed`` (in some: e.g. KAM's Python exploration
-        and a compiled sampling phase), and a sentence saying why when not compiled."""
+        every block), ``python`` (in none), ``mixed`` (in some: e.g. cKAM's Python exploration
+        and a compiled sampling phase), and a sentence saying why when not compiled: numba
+        missing, compiled loops switched off, a target without a compiled density, else the
+        sampler's own choice (no compiled loop, or one needing a function the target lacks)."""
         if not self.blocks or self.compiled_blocks == self.blocks:
             ran = "compiled" if self.blocks and self.compiled_blocks else "python"
         else:
@@ -169,9 +171,9 @@ class Tally:
                      for name in ("jit_log_density", "jit_log_density_and_grad")):
             why = (f"target {target.name!r} has no compiled density (jit_log_density, "
                    "jit_log_density_and_grad)")
-        else:
-            why = (f"{sampler} runs these iterations as Python (e.g. KAM's kernel steps), or "
-                   f"needs a compiled function {target.name!r} lacks (a Hessian)")
+        else:  # any sampler, a plugin's too: say what is known, not why KAM does it
+            why = (f"{sampler} ran these iterations in Python: it has no compiled loop for them, "
+                   f"or its compiled loop needs a function {target.name!r} does not compile")
         if ran == "mixed":
             why = f"a compiled loop ran in {self.compiled_blocks} of {self.blocks} blocks; {why}"
         return ran, why

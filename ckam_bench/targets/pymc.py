@@ -47,6 +47,7 @@ import logging
 import os
 import re
 import sys
+import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,10 +67,22 @@ class ModelError(ValueError):
     with the key's name (``model …``), as the CLI's messages for constructor errors do."""
 
 
+BLAS_WARNING = r"PyTensor could not link to a BLAS installation"
+"""The start of pytensor's five-line ``UserWarning`` when its C backend finds no BLAS to link
+(a pip install). ckam-bench compiles the density with pytensor's numba backend, which brings
+its own BLAS; the warning is filtered by this message and its category only."""
+
+
+def quiet_blas_warning() -> None:
+    """Filter pytensor's BLAS ``UserWarning`` (:data:`BLAS_WARNING`), and nothing else."""
+    warnings.filterwarnings("ignore", message=BLAS_WARNING, category=UserWarning)
+
+
 def _pymc():
     # arviz (imported by pymc) announces its optional backends at INFO level through the root
     # logger, which Hydra's console handler would print
     logging.getLogger("arviz").setLevel(logging.WARNING)
+    quiet_blas_warning()
     try:
         import pymc
         import pytensor  # noqa: F401
