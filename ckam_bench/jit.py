@@ -38,7 +38,8 @@ key is the defining file's modification time and size, which misses a changed he
 module that a cached kernel inlined or called (found after a ``git pull``: a kernel kept the old
 code of a reverted fix). Here a cached function of this package, or one compiled through
 :func:`helper`/:func:`kernel` by a plugin, is also stamped with :func:`source_digest`, the
-SHA-256 of every ``.py`` file of the package; any edit or upgrade recompiles it once.
+SHA-256 of every ``.py`` file of the package; any edit or upgrade recompiles it once. A plugin's
+function is stamped with the source of its own top-level package as well.
 """
 
 from __future__ import annotations
@@ -170,15 +171,42 @@ def compiled_log_density(target) -> CompiledDensity | None:
 PACKAGE = pathlib.Path(__file__).resolve().parent
 
 
+def _tree_digest(root: pathlib.Path) -> str:
+    """SHA-256 of every ``.py`` file under ``root``: its path and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @functools.cache
 def source_digest() -> str:
     """SHA-256 of the package's Python source: every ``.py`` file's path and bytes, in path
     order (computed once per process, ~4 ms)."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return _tree_digest(PACKAGE)
+
+
+@functools.cache
+def _plugin_digest(root: pathlib.Path) -> str:
+    return _tree_digest(root)
+
+
+def _plugin_root(py_file) -> pathlib.Path | None:
+    """The top-level package folder of a plugin's source file (the highest folder above it that
+    holds an ``__init__.py``), whose source stamps the plugin's cached functions as this
+    package's stamps its own; None for a module outside a package (numba's stamp of the file
+    covers it) or for this package's own files."""
+    try:
+        path = pathlib.Path(py_file).resolve()
+    except (OSError, TypeError, ValueError):
+        return None
+    if path.is_relative_to(PACKAGE) or not (path.parent / "__init__.py").is_file():
+        return None
+    root = path.parent
+    while (root.parent / "__init__.py").is_file():
+        root = root.parent
+    return root
 
 
 _STAMPED: set = set()
@@ -201,8 +229,9 @@ if AVAILABLE:
         :func:`source_digest` for this package's functions (:func:`_stamped`). A stale index
         reads as empty, so numba recompiles and overwrites it."""
 
-        def __init__(self, inner):
+        def __init__(self, inner, plugin_root=None):
             self._inner = inner
+            self._plugin_root = plugin_root
 
         def ensure_cache_path(self):
             self._inner.ensure_cache_path()
@@ -211,7 +240,9 @@ if AVAILABLE:
             return self._inner.get_cache_path()
 
         def get_source_stamp(self):
-            return self._inner.get_source_stamp(), source_digest()
+            if self._plugin_root is None:
+                return self._inner.get_source_stamp(), source_digest()
+            return self._inner.get_source_stamp(), source_digest(), _plugin_digest(self._plugin_root)
 
         def get_disambiguator(self):
             return self._inner.get_disambiguator()
@@ -224,7 +255,7 @@ if AVAILABLE:
                 if other is not cls:
                     inner = other.from_function(py_func, py_file)
                     if inner is not None:
-                        return cls(inner)
+                        return cls(inner, _plugin_root(py_file))
             return None
 
     if PackageSourceLocator not in _caching.CacheImpl._locator_classes:

@@ -455,3 +455,46 @@ def test_the_rekeying_script_renames_a_folder_and_is_idempotent(tmp_path, capsys
     assert "logistic_pima-0123456789 -> logistic_pima-efa18ed4e2" in capsys.readouterr().out
     assert script.main([str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == f"{PIMA}.npz: unchanged"
+
+
+# ---------------------------------------------------------------------------- cache keys
+_PLUGIN_HELPER = "from ckam_bench import jit\n\n\n@jit.helper\ndef value():\n    return {}\n"
+_PLUGIN_KERNEL = ("from ckam_bench import jit\nfrom plugin_pkg.sub import helpers\n\n\n@jit.helper\n"
+                  "def kernel():\n    return helpers.value() + 0.0\n")
+_PLUGIN_RUN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from plugin_pkg import kernels
+print(kernels.kernel())
+"""
+
+
+def test_a_plugins_cached_kernel_is_keyed_by_its_packages_source(tmp_path):
+    """A plugin's kernel, cached on disk, calls a helper of another module of the plugin; the
+    helper changes and the kernel's file does not: the kernel's cache key covers the plugin
+    package's source, so it recompiles (numba's own key, the kernel file's mtime and size, and
+    ckam-bench's source would keep the stale code)."""
+    from ckam_bench import jit
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    package = tmp_path / "plugin_pkg"
+    (package / "sub").mkdir(parents=True)
+    for init in (package / "__init__.py", package / "sub" / "__init__.py"):
+        init.write_text("")
+    (package / "sub" / "helpers.py").write_text(_PLUGIN_HELPER.format("1.0"))
+    (package / "kernels.py").write_text(_PLUGIN_KERNEL)
+    script = tmp_path / "run.py"
+    script.write_text(_PLUGIN_RUN)
+
+    def value():
+        done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                              text=True, check=True, cwd=tmp_path)
+        return float(done.stdout.split()[-1])
+
+    assert value() == 1.0
+    assert list((package / "__pycache__").glob("kernels.kernel-*.nbi"))  # cached on disk
+    (package / "sub" / "helpers.py").write_text(_PLUGIN_HELPER.format("22.0"))
+    assert value() == 22.0
+    assert jit._plugin_root(package / "sub" / "helpers.py") == package
+    assert jit._plugin_root(tmp_path / "run.py") is None and jit._plugin_root(jit.__file__) is None
