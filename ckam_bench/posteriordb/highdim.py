@@ -1,8 +1,9 @@
 """The posteriordb posteriors of 50-500 dimensions without posteriordb reference draws
 (issue 31 §2): their registry. Models in :mod:`ckam_bench.posteriordb.hierarchical`,
 :mod:`~ckam_bench.posteriordb.unpooled` and :mod:`~ckam_bench.posteriordb.structural` (one module
-per family: a reference's id covers the bytes of its model's module; re-exported
-by :mod:`ckam_bench.posteriordb.models`, so ``target.model`` is
+per family: a reference's id covers the bytes of its model's module and every array its
+density reads, data and index arrays alike (docs/data.md); re-exported by
+:mod:`ckam_bench.posteriordb.models`, so ``target.model`` is
 ``ckam_bench.posteriordb.models:<function>`` as for the suite), data in ``data/`` (built by
 :func:`ckam_bench.posteriordb.build.build_highdim`), references certified with
 ``ckam-bench-reference``'s criteria and shipped in ``ckam_bench/data/references/`` (found by
