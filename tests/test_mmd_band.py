@@ -141,7 +141,7 @@ def test_the_report_draws_the_noise_band_of_the_runs_reference(tmp_path):
     assert all(band.lo - (band.hi - band.lo) <= v <= band.hi + (band.hi - band.lo) for v in good)
     assert all(v > band.hi + 10 * (band.hi - band.lo) for v in bad)
     drawn = _mmd_figure(results)
-    assert "The grey band is the noise band" in drawn.caption
+    assert f"The grey band is the noise band, MMD² from {band.lo:.2g} to {band.hi:.2g}:" in drawn.caption
     assert "39 sets of 200 exact draws" in drawn.caption and "95%" in drawn.caption
     for ax in drawn.figure.axes:  # the band, a span behind the curves, on every panel
         assert any(p.get_zorder() == 0 for p in ax.patches)

@@ -170,7 +170,8 @@ def _accuracy_figure(results: Results, settings: Settings, target: str, groups: 
     used = [replace(settings, x=x).x_label for x, _ in cells]
     extra = " The dashed line is the accuracy threshold b² = 0.01." if col == "bias2" else ""
     if band is not None:
-        extra = (f" The grey band is the noise band: {band.describe()}; a curve inside it "
+        extra = (f" The grey band is the noise band, MMD² from {band.lo:.2g} to {band.hi:.2g}: "
+                 f"{band.describe()}; a curve inside it "
                  f"cannot be told apart from {band.n} exact draws by MMD², an autocorrelated "
                  "chain sits above it until its points are nearly independent.")
     elif no_band:
