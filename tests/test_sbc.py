@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never skips there
 
 from ckam_bench.checks import sbc  # noqa: E402
+from ckam_bench.checks.sbc_progress import SweepProgress  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
 from ckam_bench.commands.validate import ConfigError  # noqa: E402
 
@@ -142,7 +143,7 @@ def test_the_sweep_output_is_one_progress_line_errors_kept():
     import io
 
     out = io.StringIO()
-    progress = sbc.Progress(4, out, tty=False)
+    progress = SweepProgress(4, out, tty=False)
     for line in SWEEP_OUTPUT.splitlines(keepends=True):
         progress.feed(line)
     progress.close()
@@ -160,7 +161,7 @@ def test_progress_on_a_terminal_rewrites_one_line():
     import io
 
     out = io.StringIO()
-    progress = sbc.Progress(100, out, tty=True)
+    progress = SweepProgress(100, out, tty=True)
     for i in range(30):
         progress.feed(f"complete (budget): rw on m, 1 iterations -> /f/runs/sim_{i}\n")
     progress.feed("ckam-bench: an error\n")
@@ -170,7 +171,7 @@ def test_progress_on_a_terminal_rewrites_one_line():
     assert "\r\x1b[Kckam-bench: an error\nckam-bench-sbc: 30/100 simulations finished" in text
     assert text.endswith("ckam-bench-sbc: 30/100 simulations finished\n")
     quiet = io.StringIO()
-    progress = sbc.Progress(100, quiet, tty=False)
+    progress = SweepProgress(100, quiet, tty=False)
     for i in range(30):
         progress.feed(f"complete (budget): rw on m -> /f/runs/sim_{i}\n")
     assert quiet.getvalue().splitlines() == [f"ckam-bench-sbc: {k}/100 simulations finished"

@@ -21,7 +21,7 @@ too, and so does the harness's resume: ``ckam-bench-sbc … sbc.dir=FOLDER`` (an
 folder) skips the complete runs and resumes the others from their last checkpoint. The sweep
 runs in its own process group holding the SBC folder's lock, and dies with this command
 (:func:`_die_with`); Ctrl-C stops it (final checkpoints) and prints the resume command. Its
-output is made concise (:class:`Progress`): one progress line instead of Hydra's launch line and
+output is made concise (:mod:`ckam_bench.checks.sbc_progress`): one progress line instead of Hydra's launch line and
 the end line of every run; errors and failed or flagged runs are printed as they come. The
 ranks are read from each run's ``samples.parquet`` (the model's variables on the constrained
 scale: free variables and deterministics); a run folder another process holds is never read.
@@ -64,6 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ckam_bench.checks.sbc_progress import SweepProgress
 from ckam_bench.engine import rundir, store
 from ckam_bench.commands.validate import ConfigError, resolved
 
@@ -561,93 +562,10 @@ def _die_with(parent: int):
 GRACE = 90.0  # seconds the sweep has, after Ctrl-C, for its final checkpoints
 
 
-LAUNCH_LINE = re.compile(r"\]\[HYDRA\] (Launching |\t#\d+ : |Joblib\.Parallel|Submitit )")
-"""Hydra's launch lines: one per job, its overrides with ``${seed}`` escaped as ``$\\{seed\\}``."""
-RUN_LINE = re.compile(r"^(?P<state>complete|interrupted|failed) \([^)]*\)(?P<flagged> FLAGGED)?")
-"""A run's end line (:func:`ckam_bench.commands.cli.summary`)."""
-SKIPPED_LINE = "already complete for this config, skipped"
-
-
-class Progress:
-    """What the sweep of simulations prints, made concise for ``out`` (stderr).
-
-    Dropped: Hydra's launch lines and the end line of each run that completed unflagged, with
-    its indented notes. Counted: those runs, runs skipped as already complete, flagged,
-    failed and interrupted runs, in one progress line ``ckam-bench-sbc: 37/100 simulations
-    finished (2 failed)`` — rewritten in place on a terminal, else printed at every tenth of
-    the simulations. Kept: everything else (a failed, interrupted or flagged run's end line,
-    errors, tracebacks, warnings)."""
-
-    def __init__(self, n: int, out=None, tty: bool | None = None):
-        self.n, self.out = n, out if out is not None else sys.stderr
-        self.tty = self.out.isatty() if tty is None else tty
-        self.counts = {"finished": 0, "already complete": 0, "flagged": 0, "failed": 0,
-                       "interrupted": 0}
-        self.quiet_notes = False  # the indented lines after a dropped end line
-        self.shown = ""  # the progress line on the terminal, rewritten in place
-
-    def feed(self, line: str) -> None:
-        text = line.rstrip("\r\n")
-        if LAUNCH_LINE.search(text):
-            return
-        if text.startswith("  ") and self.quiet_notes:
-            return
-        self.quiet_notes = False
-        found = RUN_LINE.match(text)
-        if SKIPPED_LINE in text:
-            self._count("already complete")
-        elif found:
-            state = found["state"]
-            kind = "flagged" if state == "complete" and found["flagged"] else state
-            self.quiet_notes = kind == "complete"
-            if kind != "complete":
-                self._write(text)
-            self._count(None if kind == "complete" else kind)
-        elif text.strip():
-            self._write(text)
-
-    @property
-    def done(self) -> int:
-        """Simulations finished one way or another (a flagged run counts once, as finished)."""
-        return sum(v for k, v in self.counts.items() if k != "flagged")
-
-    def line(self) -> str:
-        """The progress line."""
-        parts = [f"{v} {k}" for k, v in self.counts.items() if v and k != "finished"]
-        return (f"ckam-bench-sbc: {self.done}/{self.n} simulations finished"
-                + (f" ({', '.join(parts)})" if parts else ""))
-
-    def close(self) -> None:
-        if self.tty and self.shown:
-            self.out.write("\n")
-            self.out.flush()
-            self.shown = ""
-
-    def _count(self, kind: str | None) -> None:
-        """One more simulation of ``kind`` (None: completed unflagged), and the progress line."""
-        self.counts["finished" if kind in (None, "flagged") else kind] += 1
-        if kind == "flagged":
-            self.counts["flagged"] += 1
-        if self.tty:
-            self.shown = self.line()
-            self.out.write(f"\r{self.shown}\033[K")
-        elif self.done == self.n or self.done % max(1, self.n // 10) == 0:
-            self.out.write(self.line() + "\n")
-        self.out.flush()
-
-    def _write(self, text: str) -> None:
-        if self.tty and self.shown:
-            text = f"\r\033[K{text}\n{self.shown}"
-        else:
-            text += "\n"
-        self.out.write(text)
-        self.out.flush()
-
-
 def _sweep(command: list[str], lock_fd: int | None, n: int) -> int:
     """Run the sweep of ``n`` simulations in its own process group, holding the SBC folder's
     lock too (so a re-run is refused while it lives) and dying with this process; its output
-    goes through :class:`Progress` (a thread reads it, so the sweep never waits on a full pipe).
+    goes through :class:`~ckam_bench.checks.sbc_progress.SweepProgress` (a thread reads it, so the sweep never waits on a full pipe).
     Ctrl-C / SIGTERM here is passed on to the whole group (a final checkpoint in each run),
     then re-raised."""
     sys.stdout.flush()
@@ -656,7 +574,7 @@ def _sweep(command: list[str], lock_fd: int | None, n: int) -> int:
                             text=True, errors="replace", bufsize=1,
                             start_new_session=True, preexec_fn=_die_with(os.getpid()),
                             pass_fds=(lock_fd,) if lock_fd is not None else ())
-    progress = Progress(n)
+    progress = SweepProgress(n)
 
     def read():
         for line in proc.stdout:
