@@ -36,8 +36,7 @@ fi
 # README, "Install and run the main job"
 python3 -m venv "$venv"
 export PATH=$venv/bin:$PATH VIRTUAL_ENV=$venv
-if ! (cd "$src" && python -m pip install --quiet --upgrade pip && pip install --quiet -e ".[test]") \
-    >"$logs/install.log" 2>&1; then
+if ! (cd "$src" && pip install --quiet -e ".[test]") >"$logs/install.log" 2>&1; then
   tail -n 40 "$logs/install.log" >&2
   fail "pip install -e \".[test]\" failed"
 fi
@@ -90,8 +89,8 @@ if grep -q "error:" "$logs/list.out"; then
   fail "list: rows with an error: $(grep "error:" "$logs/list.out")"
 fi
 run list-posteriordb 0 ckam-bench list posteriordb
-rows=$(grep -c "target=pymc target.model=" "$logs/list-posteriordb.out")
-marked=$(grep -c "needs ckam-bench\[pymc\]\]$" "$logs/list-posteriordb.out")
+rows=$(grep -c "target=pymc target.model=" "$logs/list-posteriordb.out" || true)
+marked=$(grep -c "needs ckam-bench\[pymc\]\]$" "$logs/list-posteriordb.out" || true)
 [ "$rows" -gt 0 ] && [ "$rows" -eq "$marked" ] || fail "list posteriordb: $marked of $rows rows marked"
 
 # README's main job, shortened; then a sweep and its report (README, "One sweep, one report")
