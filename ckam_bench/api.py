@@ -33,7 +33,7 @@ class RunResult:
     folder: Path
     """the run folder (``status.json``, ``trace.parquet``, ``samples.parquet``, ``.hydra/``)."""
     status: dict
-    """``status.json``: state (complete, stopped, interrupted, failed), flags, totals, labels."""
+    """``status.json``: state (complete, empty, interrupted, failed), flags, totals, labels."""
     trace: pd.DataFrame
     """one row per checkpoint: sampler seconds, evaluation counts and every metric."""
     samples: pd.DataFrame | None

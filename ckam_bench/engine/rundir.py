@@ -33,9 +33,9 @@ what ckam-bench may do to a user's disk can be audited here:
   resume state left beside it are set aside as above, never deleted.
 * **Removing.** The harness deletes only (a) its own leftover temporary files of this run's
   folder (``.<file>.<random>.tmp``, from a write that was killed), (b) the resume state of
-  this run once the run is complete, and (c) after a configuration error, the *empty* folders
-  that Hydra created for this invocation (``os.rmdir``, which cannot remove anything that
-  holds a file). Nothing else is ever deleted.
+  this run once the run has ended (complete or empty), and (c) after a configuration error,
+  the *empty* folders that Hydra created for this invocation (``os.rmdir``, which cannot
+  remove anything that holds a file). Nothing else is ever deleted.
 """
 
 from __future__ import annotations
@@ -444,6 +444,25 @@ def collected(status: dict, rows: list[dict]) -> bool:
         return value is None or int(value) > 0
     except (TypeError, ValueError):
         return True
+
+
+def ended_empty(folder, status: dict) -> bool:
+    """Whether the stored run in ``folder`` ended (``complete`` or ``empty``) without collecting
+    a sample (:func:`collected`, reading the trace only when the status has no count)."""
+    import pyarrow.parquet as pq
+
+    if status.get("state") not in ("complete", "empty"):
+        return False
+    if status.get("state") == "empty":
+        return True
+    totals = status.get("totals")
+    if isinstance(totals, dict) and totals.get("n_collected") is not None:
+        return not collected(status, [])
+    try:
+        rows = pq.read_table(Path(folder) / store.TRACE, columns=["n_collected"]).to_pylist()
+    except Exception:  # no readable count: the run is judged by its other checks
+        return False
+    return not collected(status, rows[-1:])
 
 
 # ---------------------------------------------------------------------------- config errors

@@ -83,9 +83,10 @@ checkpoint are redone after a kill). :meth:`Runner.run` on a folder whose claim 
 verified state continues from there: the trace continues without gaps or duplicates, and
 since every sampler's random stream does not depend on how iterations are split into blocks,
 a resumed run with checkpoints and budget in iterations writes exactly the rows and samples of
-an uninterrupted one. The state is removed when a run completes. A sampler that cannot save its
-chain's state (``resumable = False``) restarts a killed run from its first iteration instead
-(its status says ``restarted``), never continuing a new chain in an old trace.
+an uninterrupted one. The state is removed when a run completes (or ends empty). A sampler
+that cannot save its chain's state (``resumable = False``) restarts a killed run from its
+first iteration instead (its status says ``restarted``), never continuing a new chain in an old
+trace.
 """
 
 from __future__ import annotations
@@ -235,11 +236,6 @@ class Runner:
         """The run's health flags (see :meth:`ckam_bench.engine.tally.Tally.flags`)."""
         return self.tally.flags()
 
-    def wall_clock(self, wall_start: float) -> float:
-        """The wall-clock cap's clock: wall seconds since the run started (over every resumed
-        part) minus the untimed warm-ups (module docstring)."""
-        return self.wall_offset + time.perf_counter() - wall_start - self.warmup_seconds
-
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
                     stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
@@ -285,8 +281,6 @@ class Runner:
             try:
                 self._start(self.folder.resume)
                 state, reason = self._loop(stop, bar, wall_start)
-                if state == "complete" and not self.tally.n_collected:
-                    state = "empty"  # stopped before collecting anything: no result
             except KeyboardInterrupt:
                 state, reason = "interrupted", "interrupted"
             except Exception as exc:
@@ -341,7 +335,7 @@ class Runner:
                 bar.update(self.clock, self._postfix())
             reason = self.budget.exhausted(self.position)
             if reason is not None:
-                return "complete", reason
+                return ended(self.tally), reason
             if rate is not None:  # ~block_seconds long, not far past the next checkpoint or the end
                 free = int(max(1, min(rate * self.block_seconds, 4 * free)))
                 n = int(max(1, min(free, rate * self.schedule.seconds_left() + 1)))
@@ -349,8 +343,9 @@ class Runner:
             block, cost = self._advance(n, cost)
             if stop.requested:
                 return "interrupted", "interrupted"
-            if self.wall_clock(wall_start) >= self.budget.wall_cap:
-                return "complete", "wall_seconds"
+            if self.wall_offset + time.perf_counter() - wall_start - self.warmup_seconds \
+                    >= self.budget.wall_cap:  # the wall cap's clock: the warm-up left out
+                return ended(self.tally), "wall_seconds"
             # the slower of the latest and the smoothed rate, since a sampler's phases can
             # differ in speed by orders of magnitude (cKAM: exploration vs sampling)
             latest = block.n / max(self.timer.last, 1e-7)
@@ -380,6 +375,12 @@ class Runner:
         if "kl" in self.latest:
             post["kl"] = f"{self.latest['kl']:.3g}"
         return post
+
+
+def ended(tally: Tally) -> str:
+    """The state of a run its budget or a cap stopped: ``complete``, or ``empty`` when it
+    collected no sample (no result; module docstring)."""
+    return "complete" if tally.n_collected else "empty"
 
 
 def sampler_block_seconds(sampler) -> float:

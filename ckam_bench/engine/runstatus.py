@@ -49,6 +49,17 @@ def no_samples_note(run, reason: str) -> str:
             "is no result (never ranked), and running the same command again redoes it")
 
 
+def stored_no_samples_note(status: dict) -> str:
+    """The ``no_samples`` sentence of a stored run that collected nothing: its own, else (a run
+    an earlier version marked ``complete``) one made from its status."""
+    totals = status.get("totals") if isinstance(status.get("totals"), dict) else {}
+    return (status.get("flag_notes") or {}).get("no_samples") or (
+        f"no sample was collected (state {status.get('state')}, stopped at "
+        f"{_STOPS.get(status.get('reason'), status.get('reason') or 'its budget')} after "
+        f"{totals.get('iterations', '?')} iterations); it is no result (never ranked), and "
+        "running the same command again redoes it")
+
+
 def short_chain(latest: dict) -> bool | None:
     """Whether the min ESS of the latest trace row is below :data:`ESS_FLOOR` (None: no ESS)."""
     ess = latest.get("ess_min")

@@ -12,7 +12,7 @@ A run folder (Hydra's run or sweep-job directory) holds
 * ``diagnostics.parquet`` — per-iteration diagnostics (``iteration, phase, accepted,
   accept_prob, step_size, noise``): every iteration of the first ``diagnostics_head``
   iterations, then a thinned record;
-* ``status.json`` — complete / interrupted / failed / running, timing totals, versions, seed;
+* ``status.json`` — complete / empty / interrupted / failed / running, timing totals, versions, seed;
 * ``resume.npz`` (and ``resume.prev.npz``, the checkpoint before) — everything needed to
   continue the run from its last checkpoint (sampler state, random generator states, clock,
   counters, metric accumulators, bounded stores, the trace rows so far, the config hash), as

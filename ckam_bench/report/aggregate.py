@@ -9,10 +9,10 @@ trace. Samples and diagnostics are read on demand. A folder that cannot be used 
 a missing, empty or corrupt trace, a run id already loaded from another folder, or — unless
 ``include_incomplete`` — a run that did not finish (interrupted, failed or still running; with
 the flag its trace is used up to its last checkpoint). A run that collected no sample (state
-``empty``, or ``complete`` with ``n_collected`` 0 as older runs were marked) is never used,
-whatever the flag: it is skipped *flagged* ``no_samples`` (:attr:`Skipped.flags`), and the
-ranking and the report's Validity section name it. A damaged samples or diagnostics file
-leaves the run in use for its trace, with a note.
+``empty``, or ``complete`` with ``n_collected`` 0 as older runs were marked) is never used: it
+is skipped *flagged* ``no_samples`` (:attr:`Skipped.flags`), named by the ranking and the
+report's Validity section. A damaged samples or diagnostics file leaves the run in use for its
+trace, with a note.
 
 **Grouping** (:func:`group_runs`): runs are grouped by their *full configuration* — every
 leaf of the stored config except the seed (sampler and each hyperparameter, kernel, budget,
@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ckam_bench.engine import store
+from ckam_bench.engine import rundir, runstatus, store
 from ckam_bench.engine.tally import WARNINGS
 from ckam_bench.report.snapshot import STORED_RESOLVERS, _Config, _first_line, _resolved, _stored_values  # noqa: F401
 
@@ -74,9 +74,8 @@ def sampler_order(names) -> list[str]:
 # ---------------------------------------------------------------------------- loading
 @dataclass
 class Skipped:
-    """A run folder (or file) that was not used, and why; ``flags`` (flag → sentence) when the
-    run itself went wrong (``no_samples``: it collected nothing), ``label`` naming the run
-    (``"rw seed 0"``) for such a run."""
+    """A run folder (or file) that was not used, and why; for a run that went wrong (it
+    collected nothing) its ``flags`` (``no_samples`` → sentence) and ``label`` (``rw seed 0``)."""
 
     path: Path
     reason: str
@@ -333,8 +332,11 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
         return None
     target = str(status["target"])
     state = status["state"]
-    if state in ("complete", "empty") and not _collected(status, folder):
-        return _no_samples(folder, status)
+    if rundir.ended_empty(folder, status):  # collected nothing: no result, never used
+        note = runstatus.stored_no_samples_note(status)
+        label = f"{status['sampler']} seed {status['seed']}"
+        return Skipped(folder, f"{FLAG_MARK} no_samples: {label}: {note}", target,
+                       {"no_samples": note}, label)
     if state != "complete" and not include_incomplete:
         return Skipped(folder, f"run is {state}, not complete "
                                f"(--include-incomplete uses it up to its last checkpoint)", target)
@@ -382,36 +384,6 @@ def _load_one(folder: Path, include_incomplete: bool, targets: list[str] | None)
         run_id=run.run_id, target=run.target, sampler=run.sampler, kernel=run.kernel,
         seed=run.seed, experiment=run.experiment, state=run.state, path=str(folder))
     return run, notes
-
-
-def _collected(status: dict, folder: Path) -> bool:
-    """Whether an ended run collected a sample (:func:`ckam_bench.engine.rundir.collected`:
-    ``totals.n_collected``, else its trace's last row)."""
-    from ckam_bench.engine.rundir import collected
-
-    if status.get("state") == "empty":
-        return False
-    totals = status.get("totals")
-    if isinstance(totals, dict) and totals.get("n_collected") is not None:
-        return collected(status, [])
-    try:
-        rows = pd.read_parquet(folder / store.TRACE, columns=["n_collected"]).tail(1)
-    except Exception:  # no readable count: the trace checks below decide
-        return True
-    return collected(status, rows.to_dict("records"))
-
-
-def _no_samples(folder: Path, status: dict) -> Skipped:
-    """The flagged Skipped line of an ended run that collected nothing: never ranked."""
-    totals = status.get("totals") if isinstance(status.get("totals"), dict) else {}
-    note = (status.get("flag_notes") or {}).get("no_samples") or (
-        f"no sample was collected (state {status.get('state')}, stopped by "
-        f"{status.get('reason') or 'its budget'} after {totals.get('iterations', '?')} "
-        "iterations); it is no result (never ranked), and running the same command again "
-        "redoes it")
-    label = f"{status['sampler']} seed {status['seed']}"
-    return Skipped(folder, f"{FLAG_MARK} no_samples: {label}: {note}", str(status["target"]),
-                   flags={"no_samples": note}, label=label)
 
 
 def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[dict | None, dict]:
