@@ -63,7 +63,8 @@ Each command's --help shows its keys, exit codes and documentation page.
 
 Exit codes: 0 done or skipped, 1 failure while running, 2 invalid configuration or refused
 folder, 130 interrupted (its last line is the command that resumes it: the same overrides with
-hydra.run.dir= its folder; a sweep resumes with the same hydra.sweep.dir=).
+hydra.run.dir= its folder; for a job of a sweep, the sweep's own -m command with its
+hydra.sweep.dir=, which also runs the jobs that never started).
 """
 
 
