@@ -425,14 +425,15 @@ class SlowWarmUp(CountingSampler):
 
 
 def test_the_wall_cap_leaves_out_the_untimed_warm_up(tmp_path):
-    """A 1 s warm-up and a 0.6 s wall cap: the cap's clock starts after the warm-up, so the
-    run samples to its budget instead of stopping after its first block (issue 43 §6.1)."""
-    budget = Budget(seconds=0.2, wall_seconds=0.6)
-    status = _runner(tmp_path, SlowWarmUp(1.0, seconds_per_iteration=1e-4), budget).run()
+    """A 1.2 s warm-up and a 0.9 s wall cap: the cap's clock starts after the warm-up, so the
+    run samples to its budget (0.1 s) instead of stopping after its first block (issue 43
+    §6.1)."""
+    budget = Budget(seconds=0.1, wall_seconds=0.9)
+    status = _runner(tmp_path, SlowWarmUp(1.2, seconds_per_iteration=1e-4), budget).run()
     assert status["state"] == "complete" and status["reason"] == "budget", status["reason"]
-    assert status["totals"]["warmup_seconds"] >= 1.0
-    assert status["totals"]["sampler_seconds"] >= 0.2 and status["totals"]["n_collected"] > 0
-    assert status["budget"]["wall_seconds"] == 0.6 and status["budget"]["wall_excludes_warmup"]
+    assert status["totals"]["warmup_seconds"] >= 1.2
+    assert status["totals"]["sampler_seconds"] >= 0.1 and status["totals"]["n_collected"] > 0
+    assert status["budget"]["wall_seconds"] == 0.9 and status["budget"]["wall_excludes_warmup"]
 
 
 def test_the_wall_cap_still_stops_a_run_that_samples_too_long(tmp_path):
