@@ -511,3 +511,80 @@ def test_a_run_marked_complete_with_nothing_collected_is_redone(tmp_path):
     assert folder.state == "fresh" and "(wall_seconds)" in folder.notes[0]
     assert not list(run.glob("*.damaged-*"))  # its own files: rewritten by the new run
     assert not rundir.collected(status, []) and rundir.collected({"totals": {}}, [])
+
+
+# ---------------------------------------------------------------------------- the target's identity
+A, B = {"data_sha256": "a" * 16}, {"data_sha256": "b" * 16}
+
+
+def _identified_run(folder: Path, identity: dict, collect_from=0, fail_after=None,
+                    fail_in_warm_up=False):
+    """:func:`_empty_run`'s run (config hash "h") on a target of ``identity``; collecting from
+    ``collect_from``; failing once ``fail_after`` iterations have run (a resume state stays), or
+    in its warm-up (a model that does not compile: no chain, so no resume state)."""
+    import numpy as np
+
+    from ckam_bench.engine.runner import Budget, Runner
+    from tests.test_runner import CountingSampler, StdNormal
+
+    class Sampler(CountingSampler):
+        def warm_up(self, target):
+            if fail_in_warm_up:
+                raise RuntimeError("the model does not compile")
+
+        def advance(self, state, n):
+            if fail_after is not None and state.t >= fail_after:
+                raise RuntimeError("sampler failed")
+            return super().advance(state, n)
+
+    labels = {"run_id": "r1", "target": "stdnormal", "sampler": "counting", "kernel": "none",
+              "seed": 0}
+    return Runner(Sampler(collect_from=collect_from), StdNormal(), {}, Budget(60, max_iterations=300),
+                  folder, np.random.default_rng(0), labels, progress=False,
+                  checkpoint_unit="iterations", checkpoints=np.array([100.0, 200.0]),
+                  status_extra={"config_hash": "h", store.IDENTITY_KEY: identity})
+
+
+def test_a_run_kept_for_another_target_identity_is_refused_untouched(tmp_path):
+    """Issue 43 §2: a complete run, and a run that would resume from its resume state, of the
+    same config on another model or data (a changed ``target_identity``) are refused before
+    anything is written; the same identity skips or resumes as before."""
+    done, stopped = tmp_path / "done", tmp_path / "stopped"
+    assert _identified_run(done, A).run()["state"] == "complete"
+    with pytest.raises(RuntimeError, match="sampler failed"):
+        _identified_run(stopped, A, fail_after=150).run()
+    assert (stopped / store.RESUME).is_file()
+    assert json.loads((done / rundir.MARKER).read_text())[store.IDENTITY_KEY] == A
+    before = tree(tmp_path)
+    for folder, state in ((done, "complete"), (stopped, "failed")):
+        with pytest.raises(rundir.TargetChanged) as refused:
+            rundir.RunFolder.claim(folder, "h", identity=B)
+        assert f"({state}) on another model or data: the target's data" in str(refused.value)
+        assert refused.value.changes == [f"the target's data (its data file or arrays) changed "
+                                         f"(data_sha256 {'a' * 12}, now {'b' * 12})"]
+    assert tree(tmp_path) == before
+    same = rundir.RunFolder.claim(done, "h", identity=A)
+    same.release()
+    assert same.state == "complete"
+    assert _identified_run(stopped, A).run()["totals"]["iterations"] == 300  # resumed
+    unchecked = rundir.RunFolder.claim(done, "h")  # no identity given: none compared
+    unchecked.release()
+    assert unchecked.state == "complete"
+
+
+def test_a_run_that_starts_afresh_anyway_takes_the_new_identity(tmp_path):
+    """An empty run (no result), and a run that failed in its warm-up (a model that did not
+    compile: no resume state), are not refused for another identity (the user fixed the model):
+    the empty one is redone, the failed one's files set aside (never deleted), and the new run
+    records the new identity."""
+    empty, early = tmp_path / "empty", tmp_path / "early"
+    assert _identified_run(empty, A, collect_from=10**9).run()["state"] == "empty"
+    with pytest.raises(RuntimeError, match="does not compile"):
+        _identified_run(early, A, fail_in_warm_up=True).run()
+    assert not (early / store.RESUME).exists()
+    for folder in (empty, early):
+        status = _identified_run(folder, B).run()
+        assert status["state"] == "complete" and status[store.IDENTITY_KEY] == B
+        assert json.loads((folder / rundir.MARKER).read_text())[store.IDENTITY_KEY] == B
+    assert sorted(p.name.split(".damaged-")[0] for p in early.glob("*.damaged-*")) == sorted(
+        [store.DIAGNOSTICS, store.SAMPLES, store.STATUS, store.TRACE])

@@ -12,6 +12,15 @@ resolved config (same :func:`config_hash`) is skipped, an interrupted or killed 
 from its last intact checkpoint — and a folder holding anything else is refused, untouched.
 Hydra writes nothing itself (no ``.hydra/`` before the claim, no ``cli.log``).
 
+The config hash covers the config's text; a model or data *file* it names (``target.model=
+model.py:fn``, ``target.data=data.npz``) can change under the same text. So the built target's
+identity (:func:`ckam_bench.engine.store.target_identity`: the sha256 of its source and data
+bytes, read after the target is built, before anything is compiled or sampled) is recorded in
+``status.json`` (``target_identity``), and a re-run into a folder whose run was made on another
+model or data — one that would be skipped as complete or resumed — is refused (exit 2, one line
+naming what changed; the stored run is left as it is): the changed model runs in a new folder.
+In a sweep each job is checked so.
+
 A run that ended without collecting a sample (state ``empty``, flag ``no_samples``) is no
 result: re-running it redoes it from its first iteration instead of skipping it.
 
@@ -157,6 +166,10 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         sampler_block_seconds(sampler)
     except PluginError as exc:
         raise ConfigError(f"sampler: {exc}") from None
+    try:
+        identity = store.target_identity(target)  # bytes of its model and data files
+    except PluginError as exc:
+        raise ConfigError(f"target: {exc}") from None
     return Runner(
         sampler, target, metrics, budget, out_dir, np.random.default_rng(int(cfg.seed)),
         labels, x0=x0, checkpoints=times, progress=cfg.progress,
@@ -165,7 +178,8 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
         max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
-        status_extra={"config_hash": config_hash(cfg), "provenance": provenance.collect(),
+        status_extra={"config_hash": config_hash(cfg), store.IDENTITY_KEY: identity,
+                      "provenance": provenance.collect(),
                       "sampler_info": sampler.describe(),
                       "metrics_unsupported": unsupported,
                       "metrics_info": {name: m.describe() for name, m in metrics.items()
@@ -369,7 +383,8 @@ def prepare(cfg: DictConfig, hc, out_dir: Path) -> tuple[Runner, rundir.RunFolde
     check_config(cfg)  # before the labels read any value
     runner = build(cfg, _labels(cfg), out_dir)
     _check_unused_choices(runner, hc)
-    folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg))
+    folder = rundir.RunFolder.claim(out_dir, config_hash(cfg), _snapshot(cfg),
+                                    identity=runner.status_extra[store.IDENTITY_KEY])
     return runner, folder
 
 

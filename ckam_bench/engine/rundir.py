@@ -5,10 +5,23 @@ what ckam-bench may do to a user's disk can be audited here:
 
 * **Claiming.** A folder belongs to a run only through its marker ``.ckam-run.json``, written
   (atomically) when the harness first claims an empty or new folder; it holds the config hash
-  of the run. A folder with files but no marker, a damaged marker, or a marker of another
-  config hash is refused (:class:`FolderRefused`, exit 2) *before anything is written*: nothing
-  in it is touched, not even Hydra's ``.hydra/`` snapshot, which is written here, once the
-  folder is known to be this run's (:meth:`RunFolder.claim`).
+  of the run and its target's identity (below; updated by a claim that check lets through). A
+  folder with files but no marker, a damaged marker, or a marker of another config hash is
+  refused (:class:`FolderRefused`, exit 2) *before anything is written*: nothing in it is
+  touched, not even Hydra's ``.hydra/`` snapshot, which is written here, once the folder is
+  known to be this run's (:meth:`RunFolder.claim`).
+* **The target's identity.** The config names a model or data *file* (``target.model=model.py:
+  fn``, ``target.data=...``); editing that file keeps the config's text, and so its hash. The
+  claim therefore also compares the target's identity
+  (:func:`ckam_bench.engine.store.target_identity`: the sha256 digests of its source and data
+  bytes) with the one the stored run recorded (``status.json``'s ``target_identity``; the
+  marker's when no status was written). A run of this config on another model or data that
+  would be skipped as complete or continued from its resume state is refused
+  (:class:`TargetChanged`, exit 2, one line naming what changed) before anything is written:
+  its results are never overwritten, nor continued with a chain of the changed model. One that
+  would start afresh anyway (it ended ``empty``, or failed or stopped before its first
+  checkpoint) is not refused: its files are rewritten or set aside as below. A digest only one
+  side records is not compared.
 * **Locking.** While a process runs in a folder it holds an exclusive ``flock`` on ``.lock``
   (:class:`FolderLock`): the kernel (or the network file system's lock manager) takes it
   and releases it when the process dies, so a lock is never held twice, a dead process never
@@ -72,6 +85,15 @@ os.umask(_UMASK)
 
 class FolderRefused(Exception):
     """The folder holds something that is not this run's: it is left untouched (exit 2)."""
+
+
+class TargetChanged(FolderRefused):
+    """The folder holds a run of this config on another model or data (``changes``: what
+    changed, one phrase each): it is left untouched (exit 2)."""
+
+    def __init__(self, message: str, changes: list[str]):
+        super().__init__(message)
+        self.changes = changes
 
 
 class FolderBusy(RuntimeError):
@@ -218,6 +240,7 @@ class RunFolder:
 
     path: Path
     digest: str
+    identity: dict | None = None  # store.target_identity of the run's target (None: unchecked)
     state: str = "fresh"  # fresh | complete | resume
     resume: Resume | None = None
     notes: list[str] = field(default_factory=list)
@@ -225,16 +248,19 @@ class RunFolder:
 
     # ---------------------------------------------------------------- claim
     @classmethod
-    def claim(cls, path, digest: str, snapshot: dict | None = None) -> "RunFolder":
-        """Claim ``path`` for the run of config hash ``digest``.
+    def claim(cls, path, digest: str, snapshot: dict | None = None,
+              identity: dict | None = None) -> "RunFolder":
+        """Claim ``path`` for the run of config hash ``digest`` on the target of ``identity``
+        (:func:`ckam_bench.engine.store.target_identity`; None compares none).
 
-        Refuses (:class:`FolderRefused`) a folder that is not this run's, before writing
-        anything; raises :class:`FolderBusy` when a live process holds it. Returns the folder
+        Refuses (:class:`FolderRefused`) a folder that is not this run's, and
+        (:class:`TargetChanged`) a stored run of this config on another model or data, before
+        writing anything; raises :class:`FolderBusy` when a live process holds it. Returns the folder
         locked, its state decided: ``fresh`` (marker and ``snapshot`` — ``{relative path:
         text}``, e.g. the ``.hydra/`` config files — written now), ``complete`` (nothing to
         do) or ``resume`` (``self.resume`` verified; damaged files set aside).
         """
-        folder = cls(Path(path), digest)
+        folder = cls(Path(path), digest, identity)
         folder._inspect()  # read-only: refuse before creating anything
         folder.path.mkdir(parents=True, exist_ok=True)
         folder.lock = FolderLock(folder.path).acquire()
@@ -243,6 +269,7 @@ class RunFolder:
             folder._remove_own_temporaries()
             if fresh:
                 write_json({"format": FORMAT, "config_hash": digest,
+                            **({store.IDENTITY_KEY: identity} if identity is not None else {}),
                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                             "host": socket.gethostname(), "pid": os.getpid()},
                            folder.path / MARKER)
@@ -251,6 +278,7 @@ class RunFolder:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write(target, lambda tmp, t=text: Path(tmp).write_text(t))
             else:
+                folder._restamp()
                 folder._decide()
         except BaseException:
             folder.release()
@@ -289,9 +317,19 @@ class RunFolder:
             raise FolderRefused(
                 f"hydra.run.dir: {p} holds a run of a different configuration; nothing was "
                 "changed: choose another folder to start a new run")
+        refusal = target_changed(p, marker, self.identity)
+        if refusal is not None:
+            raise refusal
         return False
 
     # ---------------------------------------------------------------- an owned folder
+    def _restamp(self) -> None:
+        """Record this claim's target identity in the marker when it records another one (the
+        claim passed :func:`target_changed`: nothing kept is of the other identity)."""
+        marker = json.loads((self.path / MARKER).read_text())
+        if self.identity is not None and marker.get(store.IDENTITY_KEY) != self.identity:
+            write_json({**marker, store.IDENTITY_KEY: self.identity}, self.path / MARKER)
+
     def _remove_own_temporaries(self) -> None:
         for entry in os.scandir(self.path):
             if _TMP.match(entry.name) and entry.is_file(follow_symlinks=False):
@@ -431,6 +469,74 @@ class RunFolder:
 
     def write_status(self, status: dict) -> None:
         write_json(status, self.path / store.STATUS)
+
+
+# ---------------------------------------------------------------------------- the target's identity
+IDENTITY_WORDS = {"source_sha256": "the model's source file (target.model)",
+                  "data_sha256": "the target's data (its data file or arrays)",
+                  "parameters_sha256": "the target's parameters"}
+"""How :class:`TargetChanged` names each digest of :func:`ckam_bench.engine.store.target_identity`."""
+
+
+def identity_changes(stored, current) -> list[str]:
+    """One phrase per digest recorded in both ``stored`` and ``current`` (target identities)
+    whose values differ; a digest only one of them records is not compared (a version that
+    records a new one does not refuse the runs made before it)."""
+    if not isinstance(stored, dict) or not isinstance(current, dict):
+        return []
+    changes = []
+    for key in sorted(set(stored) & set(current)):
+        if stored[key] != current[key]:
+            what = IDENTITY_WORDS.get(key, f"the target's {key.removesuffix('_sha256')}")
+            changes.append(f"{what} changed ({key} {str(stored[key])[:12]}, "
+                           f"now {str(current[key])[:12]})")
+    return changes
+
+
+def _scratch(name: str) -> bool:
+    """A file of a folder that holds no result: the marker, the lock, the config snapshot, a
+    temporary file, a file set aside."""
+    return name in (MARKER, LOCK, ".hydra") or bool(_TMP.match(name)) or ".damaged-" in name
+
+
+def target_changed(folder, marker: dict, identity) -> TargetChanged | None:
+    """The refusal of a claim on ``folder`` (``marker``: its marker, read) for a target of
+    ``identity`` when the folder holds a run of another model or data that the claim would keep
+    (skip as complete, or continue from a resume state; module docstring); else None. Reads
+    only.
+
+    The stored identity is ``status.json``'s; without a readable status (a run that never wrote
+    one, or an SBC's folder), the marker's, and the folder then keeps a result when it holds
+    anything besides the marker, the snapshot, the lock and files set aside."""
+    folder = Path(folder)
+    if identity is None:
+        return None
+    try:
+        status = json.loads((folder / store.STATUS).read_text())
+    except (OSError, ValueError):
+        status = None
+    if isinstance(status, dict):
+        stored = status.get(store.IDENTITY_KEY, marker.get(store.IDENTITY_KEY))
+        state = status.get("state")
+        kept = state == "complete" or any((folder / n).exists() for n in (store.RESUME, RESUME_PREV))
+    else:
+        stored, state = marker.get(store.IDENTITY_KEY), "stored"
+        kept = any(not _scratch(entry.name) for entry in os.scandir(folder))
+    changes = identity_changes(stored, identity)
+    if not changes or not kept:
+        return None
+    return TargetChanged(
+        f"hydra.run.dir: {folder} holds a run of this configuration ({state}) on another model "
+        f"or data: {'; '.join(changes)} since that run; nothing was changed: to run the model and "
+        "data as they are now, choose a new folder (another hydra.run.dir, or hydra.sweep.dir "
+        "for a sweep); to continue that run, restore the files it used", changes)
+
+
+def claim_for(path, status_extra: dict) -> RunFolder:
+    """Claim ``path`` for a run whose status carries ``config_hash`` and ``target_identity``
+    (the ``status_extra`` of a :class:`ckam_bench.engine.runner.Runner` given a plain path)."""
+    return RunFolder.claim(path, status_extra.get("config_hash", "unhashed"),
+                           identity=status_extra.get(store.IDENTITY_KEY))
 
 
 def collected(status: dict, rows: list[dict]) -> bool:

@@ -263,8 +263,7 @@ class Runner:
 
         owned = not isinstance(self.folder, rundir.RunFolder)
         if owned:  # a plain path: claim it here
-            self.folder = rundir.RunFolder.claim(self.folder,
-                                                 self.status_extra.get("config_hash", "unhashed"))
+            self.folder = rundir.claim_for(self.folder, self.status_extra)
         try:
             with threadpool_limits(limits=self.threads):
                 return self._run_pinned()

@@ -175,6 +175,51 @@ def config_digest(plain: dict, loops: str) -> str:
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
 
+IDENTITY_KEY = "target_identity"
+"""The ``status.json`` key (and run marker key) of a run's :func:`target_identity`."""
+
+
+def target_identity(target) -> dict[str, str]:
+    """What identifies a run's target beyond its config text: the ``*sha256`` entries of its
+    ``describe()``, each the sha256 of bytes (a PyMC model's ``source_sha256``, the bytes of the
+    file that defines it, and ``data_sha256``, every array its density reads; a data target's
+    ``data_sha256``, its file's bytes; ``parameters_sha256`` of parameters given as arrays),
+    sorted by key. The config names a model or data *file*; an edited file keeps the config's
+    text and so its hash, but changes this. ``{}`` for a target whose description has none
+    (its settings are all in the config). Never a floating-point result; reading the digests
+    compiles nothing (the target is built already for the run). A ``describe()`` that raises
+    or returns no dict raises ``PluginError`` naming the class."""
+    from ckam_bench.targets.base import PluginError
+
+    cls = type(target)
+    try:
+        described = target.describe()
+    except Exception as exc:  # a plugin's describe(): one line naming it, not a traceback
+        raise PluginError(f"{cls.__module__}.{cls.__qualname__}.describe() raised "
+                          f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+    if not isinstance(described, dict):
+        raise PluginError(f"{cls.__module__}.{cls.__qualname__}.describe() must return a dict, "
+                          f"got {type(described).__name__}")
+    return {str(k): str(v) for k, v in sorted(described.items(), key=lambda kv: str(kv[0]))
+            if str(k).endswith("sha256") and isinstance(v, str)}
+
+
+def identity_settings(status: dict) -> dict:
+    """The parts of a stored run's identity that its config file does not hold, as flat
+    settings (the report's :attr:`ckam_bench.report.aggregate.StoredRun.settings`): the loop mode
+    (``loops``: compiled or Python, part of the config hash) and each :func:`target_identity`
+    digest as ``target_identity.<key>``, so runs of an edited model or data file never pool
+    with the runs before the edit. Runs that recorded neither give ``{}``."""
+    flat = {}
+    loops = (status.get("provenance") or {}).get("loops")
+    if loops is not None:
+        flat["loops"] = loops
+    identity = status.get(IDENTITY_KEY)
+    if isinstance(identity, dict):
+        flat.update({f"{IDENTITY_KEY}.{k}": v for k, v in sorted(identity.items())})
+    return flat
+
+
 def status_problem(status: dict) -> str | None:
     """Why a ``status.json`` cannot describe a run (None when it can): its target and sampler
     must be names usable in file names, its seed an integer >= 0."""

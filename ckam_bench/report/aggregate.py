@@ -17,7 +17,8 @@ trace, with a note.
 **Grouping** (:func:`group_runs`): runs are grouped by their *full configuration* — every
 leaf of the stored config except the seed (sampler and each hyperparameter, kernel, budget,
 checkpoint schedule, target settings, start, metrics) plus the config-group choices (sampler,
-target, preset) — so two runs share a group only when they differ in nothing but the seed.
+target, preset) and the target's model and data files by their bytes (status.json's
+``target_identity``) — so two runs share a group only when they differ in nothing but the seed.
 Within a group each seed counts once: a seed run more than once keeps the run that went
 furthest (most iterations, then the latest update) and the others are listed as duplicates.
 Each group gets a label: its sampler name plus the settings that tell it apart from the other
@@ -181,14 +182,13 @@ class StoredRun:
 
         From the stored config when there is one (every leaf except ``seed``, ``progress`` and
         Hydra's own settings), plus the group choices ``choice.sampler``, ``choice.target``,
-        ``choice.kernel``, ``preset`` and the loop mode (``loops``: compiled or Python, from
-        the status's provenance); from ``status.json`` (sampler, kernel, budget) otherwise.
+        ``choice.kernel``, ``preset``, the loop mode and the target's identity (model and data
+        files by their bytes: :func:`ckam_bench.engine.store.identity_settings`); from
+        ``status.json`` (sampler, kernel, budget) otherwise.
         """
         flat = {"choice.sampler": self.sampler, "choice.target": self.target,
-                "choice.kernel": self.kernel, "preset": self.experiment}
-        loops = (self.status.get("provenance") or {}).get("loops")
-        if loops is not None:  # compiled or Python loops: part of the run's config hash
-            flat["loops"] = loops
+                "choice.kernel": self.kernel, "preset": self.experiment,
+                **store.identity_settings(self.status)}
         if self.config:
             node = {k: v for k, v in self.config.items() if k not in IDENTITY_EXCLUDE}
             flat.update(flatten(node))
