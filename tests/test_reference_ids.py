@@ -498,3 +498,41 @@ def test_a_plugins_cached_kernel_is_keyed_by_its_packages_source(tmp_path):
     assert value() == 22.0
     assert jit._plugin_root(package / "sub" / "helpers.py") == package
     assert jit._plugin_root(tmp_path / "run.py") is None and jit._plugin_root(jit.__file__) is None
+
+
+def test_posteriordbs_draws_are_handed_out_only_on_the_shipped_data(tmp_path, monkeypatch):
+    """``posteriordb.reference_for`` compares the target's data (by ``data_sha256``, however
+    they were set: ``target.data`` or ``set_data`` in process) with the suite model's on its
+    shipped data, built once per posterior and process."""
+    pytest.importorskip("pymc")
+    from ckam_bench import posteriordb
+    from ckam_bench.targets import pymc as pymc_target
+    from ckam_bench.targets.pymc import model_arrays
+
+    built = []
+
+    class Counted(pymc_target.PyMCModel):
+        def __init__(self, *args, **kwargs):
+            built.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(posteriordb, "_SHIPPED_DATA", {})
+    monkeypatch.setattr(pymc_target, "PyMCModel", Counted)
+    name = "eight_schools-eight_schools_noncentered"
+    target = pymc_target.PyMCModel(posteriordb.SUITE[name].model)
+    y = dict(model_arrays(target))["data y"].copy()
+    built.clear()
+    assert posteriordb.reference_for(target) is not None
+    target.set_data({"y": y + 1.0})
+    assert posteriordb.reference_for(target) is None
+    assert target.ckam_reference() is None  # what the metrics ask: nothing for other data
+    target.set_data({"y": y})
+    assert posteriordb.reference_for(target) is not None
+    assert len(built) == 1 and list(posteriordb._SHIPPED_DATA) == [name]
+    np.savez(tmp_path / "same.npz", y=y)  # target.data of the very same values: the same posterior
+    same = pymc_target.PyMCModel(posteriordb.SUITE[name].model, data=str(tmp_path / "same.npz"))
+    assert posteriordb.reference_for(same) is not None
+    np.savez(tmp_path / "other.npz", y=y * 2.0)
+    other = pymc_target.PyMCModel(posteriordb.SUITE[name].model, data=str(tmp_path / "other.npz"))
+    assert posteriordb.reference_for(other) is None
+    assert len(built) == 3  # the two targets above; the shipped digest was not rebuilt

@@ -216,3 +216,38 @@ def test_an_sbc_folder_keeps_its_models_identity_in_the_marker(tmp_path):
     assert tree(folder) == before
     rundir.RunFolder.claim(folder, "d", identity={"source_sha256": "b"}).release()
     rundir.RunFolder.claim(folder, "d").release()  # no identity given: none compared
+
+
+def test_an_sbc_of_an_edited_model_is_refused_untouched(tmp_path, capsys):
+    """``ckam-bench-sbc … sbc.dir=FOLDER`` after the model's file was edited: its simulations were
+    drawn from the old model, so the SBC is refused (exit 2, one line), the folder untouched."""
+    pytest.importorskip("pymc")
+    from omegaconf import OmegaConf
+
+    from ckam_bench.checks import sbc
+    from ckam_bench.commands.validate import resolved
+    from ckam_bench.targets import pymc as pymc_target
+
+    (tmp_path / "tiny.py").write_text(TINY)
+    spec = f"{tmp_path / 'tiny.py'}:model"
+    argv = ["target=pymc", f"target.model={spec}", "sampler=rw", "sbc.simulations=10",
+            "sbc.draws=9", "sbc.bins=5"]
+    composed = sbc._compose(argv)
+    digest = sbc.config_hash(resolved(OmegaConf.masked_copy(
+        composed, [k for k in composed if k != "hydra"])))
+    folder = tmp_path / "sbc"
+    try:
+        identity = store.target_identity(pymc_target.PyMCModel(spec))
+        rundir.RunFolder.claim(folder, digest, identity=identity).release()
+        (folder / sbc.TRUTH).write_bytes(b"the old model's draws")
+        (tmp_path / "tiny.py").write_text(TINY + "# edited\n")
+        pymc_target._MODELS.pop(spec, None)  # as a new process would load it
+        before = tree(folder)
+        assert sbc.run([*argv, f"sbc.dir={folder}"]) == sbc.EXIT_CONFIG
+    finally:
+        pymc_target._MODELS.pop(spec, None)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"ckam-bench-sbc: refused: sbc.dir: {folder} holds an SBC of this "
+                           "configuration on another model: the model's source file")
+    assert "leave sbc.dir unset" in line
+    assert tree(folder) == before

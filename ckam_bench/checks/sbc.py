@@ -35,7 +35,9 @@ even a posterior sd halved. Autocorrelated draws also make ranks non-uniform (to
 ranks): the table records each run's bulk ESS, and the verdict warns when the median is below L.
 
 **Outputs** (a new folder ``outputs/sbc/DATE/TIME_SAMPLER_MODEL_UID``, or ``sbc.dir``): its
-marker (the configuration's hash: a folder of another configuration is refused untouched),
+marker (the configuration's hash, and the model's identity — the sha256 of its source file and
+of the arrays it reads, :func:`ckam_bench.engine.store.target_identity` — so a folder of another
+configuration, or of this one on an edited model, is refused untouched),
 ``simulations/<i>.npz`` (the simulated data), ``truth.npz`` (the θ_i of every stored variable),
 ``runs/sim_<i>/`` (the runs), ``ranks.parquet`` (simulation, variable, rank, ESS),
 ``rank_histograms.png`` (each variable's rank histogram with the central 1 − α band of a bin
@@ -95,7 +97,9 @@ def check_settings(sbc) -> None:
 
 def config_hash(plain: dict) -> str:
     """Hash of what an SBC computes: the resolved configuration without Hydra's settings, the
-    progress bar, the root seed (each simulation has its own) and the folder."""
+    progress bar, the root seed (each simulation has its own) and the folder. The model's file
+    is covered by its identity, which the folder's marker keeps beside this hash
+    (:meth:`ckam_bench.engine.rundir.RunFolder.claim`)."""
     plain = {k: v for k, v in plain.items() if k not in ("hydra", "progress", "seed")}
     plain["sbc"] = {k: v for k, v in plain["sbc"].items() if k != "dir"}
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
@@ -501,8 +505,14 @@ def run(argv: list[str]) -> int:
         folder = _new_folder({"sampler_name": choice, "target_name": target.name})
     created = rundir.missing_ancestors(folder)
     # 2. the folder: new, or an SBC of this configuration to resume
+    identity = runner.status_extra[store.IDENTITY_KEY]
     try:
-        claim = rundir.RunFolder.claim(folder, digest)
+        claim = rundir.RunFolder.claim(folder, digest, identity=identity)
+    except rundir.TargetChanged as exc:
+        _say(f"refused: sbc.dir: {folder} holds an SBC of this configuration on another model: "
+             f"{'; '.join(exc.changes)} since it was drawn; nothing was changed: leave sbc.dir "
+             "unset to start a new SBC of the model as it is now")
+        return EXIT_CONFIG
     except rundir.FolderRefused as exc:
         _say("refused: " + str(exc).replace("hydra.run.dir", "sbc.dir", 1))
         return EXIT_CONFIG
@@ -627,7 +637,8 @@ def _calibrate(folder: Path, target, plain, sbc, overrides, sweep_args, choice, 
     ranks, rows, left_out = collect(folder, truth, n, draws, sbc["seed"])
     names = list(truth)
     base = {"sampler": choice, "sampler_class": plain["sampler"].get("_target_"),
-            "model": target.spec, "config_hash": config_hash(plain), "folder": str(folder),
+            "model": target.spec, "config_hash": config_hash(plain),
+            store.IDENTITY_KEY: store.target_identity(target), "folder": str(folder),
             "requested": n}
     if left_out:  # a verdict needs every simulation: a selection could pass anything
         reasons = "; ".join(f"sim {i}: {why}" for i, why in list(left_out.items())[:3])

@@ -246,18 +246,31 @@ def suite_name(model_spec: str) -> str | None:
 
 
 _REFERENCES: dict = {}
+_SHIPPED_DATA: dict = {}  # posterior name -> data_sha256 of its model on the shipped data
+
+
+def shipped_data_sha256(name: str) -> str:
+    """``describe()["data_sha256"]`` of the suite model of posterior ``name`` on its shipped
+    data (every array its density reads, by their bytes), built once per process and name."""
+    if name not in _SHIPPED_DATA:
+        from ckam_bench.targets.pymc import PyMCModel
+
+        _SHIPPED_DATA[name] = PyMCModel(registered()[name].model).describe()["data_sha256"]
+    return _SHIPPED_DATA[name]
 
 
 def reference_for(target):
     """posteriordb's reference draws as the certified reference (:class:`ckam_bench.reference_lookup.
-    Reference`) of a ``target=pymc`` target running a model of :data:`SUITE` on its shipped data;
-    None for any other target (another model, other data through ``target.data``, or a posterior
-    whose reference the harness certified: that one is found by the target's reference id).
+    Reference`) of a ``target=pymc`` target running a model of :data:`SUITE` on its shipped data:
+    the target's ``data_sha256`` (the arrays it holds now, however set: ``target.data``,
+    ``set_data``) is that of the model on the shipped data (:func:`shipped_data_sha256`). None
+    for any other target (another model, other data, or a posterior whose reference the harness
+    certified: that one is found by the target's reference id).
     Registered as a reference provider when this package is imported
     (:mod:`ckam_bench.reference_providers`): the pymc target asks there, never here."""
     name = suite_name(getattr(target, "spec", None))
-    if name is None or getattr(target, "data_file", None) is not None \
-            or registered()[name].reference_source != POSTERIORDB:
+    if name is None or registered()[name].reference_source != POSTERIORDB \
+            or target.describe().get("data_sha256") != shipped_data_sha256(name):
         return None
     from ckam_bench.posteriordb.models import harness_reference
     from ckam_bench.reference_lookup import Reference
