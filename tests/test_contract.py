@@ -88,8 +88,8 @@ FROZEN = {
         "ckam_bench.report.load_results", "ckam_bench.report.aggregate",
         "ckam_bench.interop.to_datatree", "ckam_bench.checks.stationarity.check_stationarity",
         "ckam_bench.reference_lookup.load_reference", "ckam_bench.reference_lookup.Reference",
-        "ckam_bench.data.content_sha256", "ckam_bench.jit.helper", "ckam_bench.jit.kernel",
-        "ckam_bench.posteriordb.SUITE"],
+        "ckam_bench.data.content_sha256", "ckam_bench.data.array_sha256", "ckam_bench.jit.helper",
+        "ckam_bench.jit.kernel", "ckam_bench.posteriordb.SUITE"],
     "imports_old": [
         "ckam_bench.runner", "ckam_bench.budget", "ckam_bench.tally", "ckam_bench.runstatus",
         "ckam_bench.snapshot", "ckam_bench.rundir", "ckam_bench.store", "ckam_bench.provenance",
@@ -99,6 +99,7 @@ FROZEN = {
         "ckam_bench.reference"],
     "commands": ["ckam-bench", "ckam-bench-figures", "ckam-bench-check", "ckam-bench-reference",
                  "ckam-bench-sbc"],
+    "check_exit_codes": [0, 1, 2],
     "run_files": ["trace.parquet", "samples.parquet", "diagnostics.parquet", "status.json",
                   ".hydra/config.yaml", ".hydra/overrides.yaml", ".hydra/hydra.yaml", ".lock"],
     "run_files_unfinished": ["resume.npz"],
@@ -106,13 +107,16 @@ FROZEN = {
         "state", "reason", "flags", "flag_notes", "run_id", "target", "sampler", "kernel", "seed",
         "phases", "dim", "started", "updated", "checkpoint_unit", "budget.seconds",
         "budget.clock", "budget.max_iterations", "budget.max_density", "budget.max_grad",
-        "budget.wall_seconds", "totals.sampler_seconds", "totals.wall_seconds",
+        "budget.wall_seconds", "budget.wall_excludes_warmup", "totals.sampler_seconds",
+        "totals.wall_seconds",
         "totals.warmup_seconds", "totals.iterations", "totals.n_collected", "totals.n_density",
         "totals.n_grad", "totals.n_nonfinite", "totals.n_divergent", "totals.checkpoints",
-        "contended", "cpu_share", "config_hash", "provenance.loops", "provenance.loops_note",
-        "provenance.threads", "provenance.versions", "provenance.git_commit",
-        "provenance.git_dirty", "sampler_info.adaptation", "metrics_info.moments.discard",
-        "metrics_unsupported"],
+        "contended", "cpu_share", "short_chain", "ess_floor", "config_hash", "target_identity",
+        "provenance.loops", "provenance.loops_note", "provenance.threads", "provenance.versions",
+        "provenance.git_commit", "provenance.git_dirty", "sampler_info.adaptation",
+        "metrics_info.moments.discard", "metrics_unsupported"],
+    "status_states": ["running", "complete", "empty", "interrupted", "failed"],
+    "status_flags": ["stuck", "nonfinite_proposals", "nonfinite_state", "divergent", "no_samples"],
     "trace_columns": [
         "run_id", "target", "sampler", "kernel", "seed", "checkpoint", "sampler_seconds",
         "sampler_wall_seconds", "sampler_cpu_seconds", "wall_seconds", "eval_seconds",
@@ -120,7 +124,7 @@ FROZEN = {
         "acceptance", "acceptance_<phase>", "n_divergent", "divergent_<phase>", "step_size",
         "noise", "iters_per_second", "kl", "kl_outside", "ess_min", "ess_median", "ess_max",
         "mcse_max", "ess_min_stored", "mean_error", "second_moment_error", "bias2",
-        "moments_discarded", "ess_per_second", "ess_per_density", "ess_per_grad"],
+        "moments_discarded", "mmd2", "ess_per_second", "ess_per_density", "ess_per_grad"],
     "samples_columns": ["index", "x<j>"],
     "diagnostics_columns": ["iteration", "phase", "phase_name", "accepted", "accept_prob",
                             "step_size", "noise", "logp"],
@@ -165,6 +169,7 @@ def test_the_page_explains_every_frozen_name():
             elif key == "config_resolvers":
                 ok = any(q.startswith(f"${{{name}:") for q in quoted)
             else:
+                name = str(name)  # an exit code is a number
                 ok = name in quoted or any(q.startswith(f"{name}(") for q in quoted)
             if not ok:
                 missing.append(f"{key}: {name}")
@@ -661,6 +666,56 @@ def test_a_plugin_found_through_the_entry_point_writes_the_surface(spy_plugin, t
     diagnostics = pd.read_parquet(folder / "diagnostics.parquet")
     missing = set(FROZEN["diagnostics_columns"]) - set(diagnostics.columns)
     assert not missing, f"diagnostics.parquet lacks {sorted(missing)}"
+
+
+def test_an_empty_run_has_the_frozen_state_and_flag(spy_plugin, tmp_path):
+    """A run of the plugin stopped before its burn-in ends collects nothing: the frozen state
+    ``empty`` and flag ``no_samples``, ``short_chain`` null (no ESS)."""
+    import ckam_bench
+
+    result = ckam_bench.run(experiment="ckb_spy_exp", run_dir=tmp_path / "empty", progress=False,
+                            budget={"max_iterations": 50})
+    status = result.status
+    assert status["state"] == "empty" and status["state"] in FROZEN["status_states"]
+    assert status["flags"] == ["no_samples"] and status["flags"][0] in FROZEN["status_flags"]
+    assert status["short_chain"] is None and status["ess_floor"] == 100
+    assert status["budget"]["wall_excludes_warmup"] is True and status["target_identity"] == {}
+
+
+def test_every_frozen_state_and_flag_is_one_the_engine_writes():
+    """Each state and flag name is written by the engine under that name (a renamed one would
+    leave scripts that test for it silently false)."""
+    engine = ROOT / "ckam_bench" / "engine"
+    code = "".join((engine / name).read_text() for name in ("runner.py", "runstatus.py", "tally.py"))
+    for name in FROZEN["status_states"] + FROZEN["status_flags"]:
+        assert f'"{name}"' in code, name
+    from ckam_bench.engine import runstatus
+    from ckam_bench.engine.tally import WARNINGS
+
+    assert set(runstatus.ENDED) <= set(FROZEN["status_states"]) and "divergent" in WARNINGS
+
+
+def test_the_check_exit_codes(monkeypatch, capsys, tmp_path):
+    """``ckam-bench-check``: 0 pass, 1 FAIL, 2 bad input (one line, nothing created); the FAIL
+    run itself is tests/test_stationarity.py's."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ckam_bench.checks import stationarity
+
+    assert [stationarity.EXIT_PASS, stationarity.EXIT_FAIL, stationarity.EXIT_CONFIG] == \
+        FROZEN["check_exit_codes"]
+    assert [stationarity.verdict_code(v) for v in ("pass", "FAIL")] == FROZEN["check_exit_codes"][:2]
+    monkeypatch.setattr(sys, "argv", ["ckam-bench-check", "target=gauss2d_corr", "seed=-1",
+                                      f"hydra.run.dir={tmp_path / 'check'}"])
+    GlobalHydra.instance().clear()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            stationarity.main()
+    finally:
+        GlobalHydra.instance().clear()
+    assert stop.value.code == FROZEN["check_exit_codes"][2]
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unfinished_run_keeps_its_resume_state(tmp_path):
