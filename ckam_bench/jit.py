@@ -33,13 +33,17 @@ Which loop ran: every call of a compiled kernel (:class:`Kernel`) adds one to
 :class:`Kernel` call it themselves), so the runner can tell, per block, whether a compiled loop
 ran and record it in ``status.json`` (``provenance.loops``: compiled, python or mixed).
 
-The disk cache is keyed by the package's source (:class:`PackageSourceLocator`): numba's own
-key is the defining file's modification time and size, which misses a changed helper in another
-module that a cached kernel inlined or called (found after a ``git pull``: a kernel kept the old
-code of a reverted fix). Here a cached function of this package, or one compiled through
-:func:`helper`/:func:`kernel` by a plugin, is also stamped with :func:`source_digest`, the
-SHA-256 of every ``.py`` file of the package; any edit or upgrade recompiles it once. A plugin's
-function is stamped with the source of its own top-level package as well.
+The disk cache is keyed by content, not by place (:class:`PackageCacheLocator`). The package's
+compiled functions are cached in :func:`compiled_cache_dir` (``~/.cache/ckam-bench/compiled``
+by default), stamped with :func:`source_digest`: the SHA-256 of every ``.py`` file that compiled
+code can reach (every floor below the engine, :data:`ABOVE_THE_LOOPS`). A fresh clone or a
+reinstall of the same source loads them; an edit that compiled code can reach, in any module,
+recompiles them once; an edit of the engine, the commands or the report keeps them. (numba's own
+key, the defining file's modification time and size, changes with every clone and misses a
+changed helper in another module that a cached kernel inlined or called: found after a ``git
+pull``, a kernel kept the old code of a reverted fix.) A plugin's function compiled through
+:func:`helper`/:func:`kernel` is cached where numba puts it, stamped with the source of its own
+top-level package as well (:class:`PluginSourceLocator`).
 """
 
 from __future__ import annotations
@@ -170,21 +174,33 @@ def compiled_log_density(target) -> CompiledDensity | None:
 
 PACKAGE = pathlib.Path(__file__).resolve().parent
 
+ABOVE_THE_LOOPS = ("engine", "commands", "report", "checks", "posteriordb/build.py", "interop.py",
+                   "api.py", "_moved.py", "__init__.py")
+"""The modules (paths under the package) of the floors above the compiled code (docs/layout.md:
+engine, commands, report, checks, the facade). No compiled function lives in them, and no
+module below imports them (tests/test_house.py, tests/test_jit.py), so they cannot change what
+a compiled function does, and editing them keeps the compiled cache."""
 
-def _tree_digest(root: pathlib.Path) -> str:
-    """SHA-256 of every ``.py`` file under ``root``: its path and bytes, in path order."""
+
+def _tree_digest(root: pathlib.Path, skip=()) -> str:
+    """SHA-256 of every ``.py`` file under ``root`` (but those under a ``skip`` path): its path
+    and bytes, in path order."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        relative = path.relative_to(root).as_posix()
+        if any(relative == s or relative.startswith(s + "/") for s in skip):
+            continue
+        digest.update(relative.encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
 @functools.cache
 def source_digest() -> str:
-    """SHA-256 of the package's Python source: every ``.py`` file's path and bytes, in path
-    order (computed once per process, ~4 ms)."""
-    return _tree_digest(PACKAGE)
+    """SHA-256 of the package's Python source that compiled code can reach: every ``.py`` file
+    of the floors from the helpers up to the posteriordb suite (all but :data:`ABOVE_THE_LOOPS`),
+    its path and bytes, in path order (computed once per process, a few ms)."""
+    return _tree_digest(PACKAGE, ABOVE_THE_LOOPS)
 
 
 @functools.cache
@@ -213,21 +229,78 @@ _STAMPED: set = set()
 """Plain functions compiled through :func:`_njit` (a plugin's helpers and kernels included)."""
 
 
-def _stamped(py_func, py_file) -> bool:
+def _inside(py_file) -> bool:
     try:
-        inside = pathlib.Path(py_file).resolve().is_relative_to(PACKAGE)
-    except (OSError, ValueError):
-        inside = False
-    return inside or py_func in _STAMPED
+        return pathlib.Path(py_file).resolve().is_relative_to(PACKAGE)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _stamped(py_func, py_file) -> bool:
+    return _inside(py_file) or py_func in _STAMPED
+
+
+COMPILED_CACHE_ENV = "CKAM_BENCH_COMPILED_CACHE"
+
+
+def compiled_cache_dir() -> pathlib.Path:
+    """Where the package's compiled functions are cached: ``$CKAM_BENCH_COMPILED_CACHE``, else
+    ``$NUMBA_CACHE_DIR/ckam-bench``, else ``~/.cache/ckam-bench/compiled``; below it, one folder
+    per numba version."""
+    env = os.environ.get(COMPILED_CACHE_ENV)
+    if env:
+        root = pathlib.Path(env).expanduser()
+    elif os.environ.get("NUMBA_CACHE_DIR"):
+        root = pathlib.Path(os.environ["NUMBA_CACHE_DIR"]).expanduser() / "ckam-bench"
+    else:
+        root = pathlib.Path.home() / ".cache" / "ckam-bench" / "compiled"
+    return root / f"numba-{numba.__version__ if AVAILABLE else 'none'}"
 
 
 if AVAILABLE:
     from numba.core import caching as _caching
 
-    class PackageSourceLocator(_caching._CacheLocator):
-        """numba's first suitable cache locator, its freshness stamp extended with
-        :func:`source_digest` for this package's functions (:func:`_stamped`). A stale index
-        reads as empty, so numba recompiles and overwrites it."""
+    class PackageCacheLocator(_caching._CacheLocator):
+        """The package's own compiled functions, cached by content, not by place: in
+        :func:`compiled_cache_dir` under the function's folder within the package, stamped with
+        :func:`source_digest` alone. So a fresh clone, a reinstall or another checkout of the
+        same source loads them instead of compiling again, and any change to the source that
+        compiled code can reach (a helper of another module included) recompiles once. (numba's
+        own stamp, the file's modification time and size, changes with every clone and misses
+        a changed helper in another module.) numba keys the entries within by signature and
+        CPU, and names them after the module, function and line."""
+
+        def __init__(self, py_func, py_file):
+            relative = pathlib.Path(py_file).resolve().relative_to(PACKAGE)
+            self._path = compiled_cache_dir() / "ckam_bench" / relative.parent
+            self._lineno = py_func.__code__.co_firstlineno
+
+        def get_cache_path(self):
+            return str(self._path)
+
+        def get_source_stamp(self):
+            return source_digest()
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _inside(py_file):
+                return None
+            self = cls(py_func, py_file)
+            try:
+                self.ensure_cache_path()
+            except OSError:  # not writable: numba's own locators take over (PluginSourceLocator)
+                return None
+            return self
+
+    class PluginSourceLocator(_caching._CacheLocator):
+        """numba's first suitable cache locator, its freshness stamp extended with the digest of
+        the plugin package's source (:func:`_plugin_digest`) for a plugin's functions compiled
+        through :func:`helper`/:func:`kernel`, and with :func:`source_digest` for this package's
+        functions where :class:`PackageCacheLocator` cannot write. A stale index reads as
+        empty, so numba recompiles and overwrites it."""
 
         def __init__(self, inner, plugin_root=None):
             self._inner = inner
@@ -252,14 +325,15 @@ if AVAILABLE:
             if not _stamped(py_func, py_file):
                 return None
             for other in _caching.CacheImpl._locator_classes:
-                if other is not cls:
+                if other not in (cls, PackageCacheLocator):
                     inner = other.from_function(py_func, py_file)
                     if inner is not None:
                         return cls(inner, _plugin_root(py_file))
             return None
 
-    if PackageSourceLocator not in _caching.CacheImpl._locator_classes:
-        _caching.CacheImpl._locator_classes.insert(0, PackageSourceLocator)
+    for _locator in (PluginSourceLocator, PackageCacheLocator):  # PackageCacheLocator first
+        if _locator not in _caching.CacheImpl._locator_classes:
+            _caching.CacheImpl._locator_classes.insert(0, _locator)
 
 
 def _njit(fn, **options):

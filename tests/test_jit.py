@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import subprocess
 import sys
 import warnings
@@ -234,10 +235,12 @@ from numba.core import caching
 jit.PACKAGE = pathlib.Path(sys.argv[1]).resolve() / "pkg"  # the package whose source stamps the cache
 jit.source_digest.cache_clear()
 if sys.argv[2] == "numba":  # numba's own stamp only: the defining file's mtime and size
-    caching.CacheImpl._locator_classes.remove(jit.PackageSourceLocator)
+    caching.CacheImpl._locator_classes.remove(jit.PackageCacheLocator)
+    caching.CacheImpl._locator_classes.remove(jit.PluginSourceLocator)
 sys.path.insert(0, sys.argv[1])
 from pkg import kernels
-print(kernels.kernel())
+value = kernels.kernel()
+print(sum(kernels.kernel.stats.cache_hits.values()), value)
 """
 
 
@@ -255,15 +258,64 @@ def test_a_cached_kernel_recompiles_when_a_helper_of_another_module_changes(tmp_
     script = tmp_path / "run.py"
     script.write_text(_RUN)
 
+    env = {**os.environ, jit.COMPILED_CACHE_ENV: str(tmp_path / "cache")}
+
     def value():
         done = subprocess.run([sys.executable, str(script), str(tmp_path), stamp], capture_output=True,
-                              text=True, check=True, cwd=tmp_path)
+                              text=True, check=True, cwd=tmp_path, env=env)
         return float(done.stdout.split()[-1])
 
     assert value() == 1.0
-    assert list((package / "__pycache__").glob("kernels.kernel-*.nbi"))  # cached on disk
+    cached = (tmp_path / "cache").rglob("kernels.kernel-*.nbi") if stamp == "package" \
+        else (package / "__pycache__").glob("kernels.kernel-*.nbi")
+    assert list(cached)  # cached on disk
     (package / "helpers.py").write_text(_HELPER.format("22.0"))
     assert value() == (22.0 if stamp == "package" else 1.0)
+
+
+@needs_numba
+def test_a_fresh_copy_of_the_same_source_loads_the_compiled_cache(tmp_path):
+    """The package's cache is keyed by content, not by place: the same source in another folder
+    (a fresh clone, a reinstall), with new modification times, loads what the first compiled;
+    an edit of a module above the compiled code (the engine, the report) keeps it too."""
+    env = {**os.environ, jit.COMPILED_CACHE_ENV: str(tmp_path / "cache")}
+    script = tmp_path / "run.py"
+    script.write_text(_RUN)
+
+    def hits_and_value(root):
+        done = subprocess.run([sys.executable, str(script), str(root), "package"], capture_output=True,
+                              text=True, check=True, cwd=root, env=env)
+        return [float(v) for v in done.stdout.split()[-2:]]
+
+    for clone in ("first", "second"):
+        package = tmp_path / clone / "pkg"
+        (package / "engine").mkdir(parents=True)
+        for name, text in (("__init__.py", ""), ("helpers.py", _HELPER.format("3.0")), ("kernels.py", _KERNEL),
+                           ("engine/__init__.py", ""), ("engine/runner.py", f"# {clone}\n")):
+            (package / name).write_text(text)
+    assert hits_and_value(tmp_path / "first") == [0.0, 3.0]  # compiled
+    assert hits_and_value(tmp_path / "second") == [1.0, 3.0]  # loaded, though engine/runner.py differs
+    (tmp_path / "second" / "pkg" / "helpers.py").write_text(_HELPER.format("4.0"))
+    assert hits_and_value(tmp_path / "second") == [0.0, 4.0]  # a reachable edit recompiles
+
+
+def test_the_floors_above_the_compiled_code_are_the_houses():
+    """:data:`jit.ABOVE_THE_LOOPS` (left out of the cache's stamp) is exactly the floors from the
+    engine up (tests/test_house.py, whose floors import downward only), and none of it compiles."""
+    from tests.test_house import FLOORS
+
+    above = [prefix for name, prefixes in FLOORS[[n for n, _ in FLOORS].index("engine"):] for prefix in prefixes]
+    as_paths = {p.replace(".", "/") + ("" if (jit.PACKAGE / p.replace(".", "/")).is_dir() else ".py")
+                for p in above if p} | {"__init__.py"}
+    assert as_paths == set(jit.ABOVE_THE_LOOPS)
+    for relative in jit.ABOVE_THE_LOOPS:
+        path = jit.PACKAGE / relative
+        for file in (path.rglob("*.py") if path.is_dir() else [path]):
+            if relative == "__init__.py" and file != jit.PACKAGE / "__init__.py":
+                continue
+            text = file.read_text()
+            for mark in ("@jit.helper", "@jit.kernel", "jit.Kernel(", "njit", "cfunc", "jit.helper(", "jit.kernel("):
+                assert mark not in text, f"{file}: compiled code above the loops ({mark})"
 
 
 @needs_numba
@@ -275,6 +327,7 @@ def test_the_package_kernels_are_stamped_with_the_package_source():
     kernel = next(iter(nuts_adaptation._KERNELS.values()))
     kernel.compile()
     locator = kernel._dispatcher._cache._impl.locator
-    assert isinstance(locator, jit.PackageSourceLocator)
-    assert locator.get_source_stamp()[1] == jit.source_digest()
-    assert caching.CacheImpl._locator_classes.count(jit.PackageSourceLocator) == 1
+    assert isinstance(locator, jit.PackageCacheLocator)
+    assert locator.get_source_stamp() == jit.source_digest()
+    assert pathlib.Path(locator.get_cache_path()).is_relative_to(jit.compiled_cache_dir())
+    assert caching.CacheImpl._locator_classes.count(jit.PackageCacheLocator) == 1

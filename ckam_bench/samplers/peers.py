@@ -107,6 +107,13 @@ def _jax():
     jax.config.update("jax_enable_x64", True)
     if not os.environ.get("JAX_PLATFORMS"):  # the harness benchmarks on the CPU
         jax.config.update("jax_platforms", "cpu")
+    if not os.environ.get("JAX_COMPILATION_CACHE_DIR") and not jax.config.jax_compilation_cache_dir:
+        # JAX's own persistent cache, keyed by the computation, the JAX/XLA versions and the
+        # backend: a peer's programs compile once per machine, not once per process
+        from ckam_bench.jit import compiled_cache_dir
+
+        jax.config.update("jax_compilation_cache_dir", str(compiled_cache_dir().parent / "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
     return jax
 
 

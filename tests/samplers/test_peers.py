@@ -471,3 +471,20 @@ def test_a_sweep_releases_what_jax_compiled_for_finished_runs():
         peers.release_compiled()
         counts.append(maps())
     assert counts[-1] - counts[1] < 50, counts  # without the release: ~+750 per target here
+
+
+def test_jax_programs_are_cached_on_disk_unless_the_user_chose_a_cache():
+    """The JAX peers compile through JAX's persistent cache in ckam-bench's compiled cache; a
+    cache folder the user set for JAX (JAX_COMPILATION_CACHE_DIR) is kept."""
+    import subprocess
+    import sys
+
+    code = ("from ckam_bench.samplers.peers import _jax; "
+            "print(_jax().config.jax_compilation_cache_dir)")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    ours = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**env, "CKAM_BENCH_COMPILED_CACHE": "/tmp/ckam-cache-test"})
+    assert ours.stdout.split()[-1] == "/tmp/ckam-cache-test/jax"
+    theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**env, "JAX_COMPILATION_CACHE_DIR": "/tmp/their-jax-cache"})
+    assert theirs.stdout.split()[-1] == "/tmp/their-jax-cache"
