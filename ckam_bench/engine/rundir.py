@@ -520,14 +520,15 @@ def target_changed(folder, marker: dict, identity) -> TargetChanged | None:
         state = status.get("state")
         kept = state == "complete" or any((folder / n).exists() for n in (store.RESUME, RESUME_PREV))
     else:
-        stored, state = marker.get(store.IDENTITY_KEY), "stored"
+        stored, state = marker.get(store.IDENTITY_KEY), None
         kept = any(not _scratch(entry.name) for entry in os.scandir(folder))
     changes = identity_changes(stored, identity)
     if not changes or not kept:
         return None
+    shown = f" ({state})" if state else ""
     return TargetChanged(
-        f"hydra.run.dir: {folder} holds a run of this configuration ({state}) on another model "
-        f"or data: {'; '.join(changes)} since that run; nothing was changed: to run the model and "
+        f"hydra.run.dir: {folder} holds a run of this configuration{shown} on another model or "
+        f"data: {'; '.join(changes)} since that run; nothing was changed: to run the model and "
         "data as they are now, choose a new folder (another hydra.run.dir, or hydra.sweep.dir "
         "for a sweep); to continue that run, restore the files it used", changes)
 
