@@ -154,12 +154,19 @@ def test_an_edited_pymc_model_or_data_file_is_not_the_same_run(tmp_path):
             ckam_bench.run(*args, run_dir=run, progress=False)
         np.savez(tmp_path / "data.npz", y=np.array([0.1, -0.3, 0.5]))
         assert ckam_bench.run(*args, run_dir=run, progress=False).status == first.status
-        (tmp_path / "tiny.py").write_text(TINY.replace("0.0, 1.0)", "0.0, 2.0)"))
+        (tmp_path / "tiny.py").write_text(TINY + "# edited, the same density\n")
         with pytest.raises(rundir.TargetChanged) as refused:
             ckam_bench.run(*args, run_dir=run, progress=False)
         assert refused.value.changes == [refused.value.changes[0]]
         assert refused.value.changes[0].startswith("the model's source file (target.model) "
                                                    "changed (source_sha256 ")
+        # another prior: the edited model is loaded again in this process (not the one built
+        # before), so its graph's constants change the data digest as well
+        (tmp_path / "tiny.py").write_text(TINY.replace("0.0, 1.0)", "0.0, 2.0)"))
+        with pytest.raises(rundir.TargetChanged) as refused:
+            ckam_bench.run(*args, run_dir=run, progress=False)
+        assert sorted(change.split(" changed")[0] for change in refused.value.changes) == [
+            "the model's source file (target.model)", "the target's data (its data file or arrays)"]
         assert tree(run) == before
     finally:
         pymc_target._MODELS.pop(spec, None)

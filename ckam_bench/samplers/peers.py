@@ -504,14 +504,16 @@ class Nutpie(Sampler):
 
             note = ""
             if _is_pymc(target):
-                compiled = _NUTPIE_MODELS.get(target.spec)
+                described = target.describe()  # the model's source and every array it reads
+                key = (target.spec, described.get("source_sha256"), described.get("data_sha256"))
+                compiled = _NUTPIE_MODELS.get(key)
                 if compiled is None:
                     try:
                         compiled = nutpie.compile_pymc_model(target.model, backend="numba")
                     except Exception as exc:  # noqa: BLE001 - the harness's own density still runs
                         note = f"nutpie could not compile the model: {type(exc).__name__}: {exc}"
                     else:
-                        _NUTPIE_MODELS[target.spec] = compiled
+                        _NUTPIE_MODELS[key] = compiled
                 if compiled is not None:
                     note = _nutpie_logp_agrees(compiled, target) if compiled.n_dim == target.dim else \
                         "nutpie's compiled model has another dimension"

@@ -144,11 +144,26 @@ def _did_you_mean(name: str, module, where: str) -> str:
 _MODELS: dict = {}
 
 
+def _model_key(spec: str) -> tuple:
+    """``spec``, with the bytes of its file when it names one: a model file edited within one
+    process (a notebook calling :func:`ckam_bench.run` again) is loaded again, not served from
+    :data:`_MODELS`. (An imported module stays what Python imported.)"""
+    found = _SPEC.match(str(spec).strip()) if isinstance(spec, str) else None
+    where = found["where"] if found else ""
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        try:
+            return spec, hashlib.sha256(Path(where).expanduser().read_bytes()).hexdigest()
+        except OSError:
+            pass
+    return spec, None
+
+
 def load_model(spec: str):
-    """``spec``'s ``pymc.Model`` (built once per process and spec)."""
+    """``spec``'s ``pymc.Model`` (built once per process, spec and model-file content)."""
     pm = _pymc()
-    if spec in _MODELS:
-        return _MODELS[spec]
+    key = _model_key(spec)
+    if key in _MODELS:
+        return _MODELS[key]
     function = load_function(spec)
     try:
         model = function()
@@ -162,7 +177,7 @@ def load_model(spec: str):
     if discrete:
         raise ModelError(f"model has discrete free variables ({', '.join(discrete)}) in {spec}; "
                          "ckam-bench samples continuous parameters only")
-    _MODELS[spec] = model
+    _MODELS[key] = model
     return model
 
 
