@@ -176,8 +176,9 @@ def _fake_sbc(folder: Path, n: int, truths: dict, ranks_zero: list[int]) -> None
 
 
 def _calibrate(folder, n, monkeypatch):
-    monkeypatch.setattr(sbc, "_sweep", lambda command, fd: 0)
-    target = SimpleNamespace(name="normal_mean", stored_names=["mu"], spec="m.py:normal_mean")
+    monkeypatch.setattr(sbc, "_sweep", lambda command, fd, n: 0)
+    target = SimpleNamespace(name="normal_mean", stored_names=["mu"], spec="m.py:normal_mean",
+                             describe=lambda: {"name": "normal_mean", "source_sha256": "0" * 16})
     settings = {"simulations": n, "draws": L, "bins": BINS, "seed": 0, "alpha": ALPHA, "dir": None}
     plain = {"sampler": {"_target_": "ckam_bench.samplers.mala.MALA"}, "sbc": settings}
     return sbc._calibrate(folder, target, plain, settings, [], [], "mala", None)

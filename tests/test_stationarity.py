@@ -219,7 +219,7 @@ class Drifting(ExactDraws):
         return ChainState(x=x[-1].copy(), logp=float(self.target._log_density(x[-1])), t=state.t + n), block
 
 
-def test_command_exits_1_on_a_fail_verdict_also_when_skipped(tmp_path, monkeypatch, capsys):
+def test_command_exits_1_on_a_fail_verdict_also_when_skipped(tmp_path):
     """A check is a gate (issue 43 §6.4): FAIL exits 1 (ckam-bench-sbc's convention; 2 stays
     for bad input), and so does the same check run again (skipped: its stored verdict)."""
     conf = tmp_path / "conf" / "sampler"
@@ -229,26 +229,20 @@ def test_command_exits_1_on_a_fail_verdict_also_when_skipped(tmp_path, monkeypat
     args = (f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "sampler=drifting",
             "target=gauss2d_corr", "check.n_chains=20", "check.times=[5]",
             "check.n_reference=200", f"hydra.run.dir={out}")
-    code, printed, said = _in_process(monkeypatch, capsys, *args)
+    code, printed, said = _check_command(*args)
     assert code == 1, said
     assert "drifting on gauss2d_corr: FAIL" in printed
     assert json.loads((out / "check.json").read_text())["verdict"] == "FAIL"
-    code, _, said = _in_process(monkeypatch, capsys, *args)
+    code, _, said = _check_command(*args)
     assert code == 1 and "already checked for this config (FAIL)" in said
 
 
-def _in_process(monkeypatch, capsys, *overrides):
-    """``ckam-bench-check OVERRIDES`` in this process: (exit code, stdout, stderr)."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    from ckam_bench.checks import stationarity
-
-    monkeypatch.setattr(sys, "argv", ["ckam-bench-check", *overrides])
-    GlobalHydra.instance().clear()
-    try:
-        with pytest.raises(SystemExit) as stop:
-            stationarity.main()
-    finally:
-        GlobalHydra.instance().clear()
-    out = capsys.readouterr()
-    return stop.value.code, out.out, out.err
+def _check_command(*overrides):
+    """``ckam-bench-check OVERRIDES`` as a user runs it, in a process of its own (from the
+    repository root, so ``tests.test_stationarity.Drifting`` imports): (exit code, stdout,
+    stderr). Run in a test worker's own process after other tests, the check left pytest's
+    capture closed, failing every later test of that worker."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
+                           *overrides], capture_output=True, text=True, cwd=root)
+    return done.returncode, done.stdout, done.stderr

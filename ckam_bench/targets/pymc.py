@@ -142,28 +142,29 @@ def _did_you_mean(name: str, module, where: str) -> str:
 
 
 _MODELS: dict = {}
+"""spec -> (sha256 of its model file or None, its pymc.Model)."""
 
 
-def _model_key(spec: str) -> tuple:
-    """``spec``, with the bytes of its file when it names one: a model file edited within one
-    process (a notebook calling :func:`ckam_bench.run` again) is loaded again, not served from
-    :data:`_MODELS`. (An imported module stays what Python imported.)"""
+def _file_digest(spec: str) -> str | None:
+    """sha256 of the bytes of the file ``spec`` names, None for a module spec: a model file
+    edited within one process (a notebook calling :func:`ckam_bench.run` again) is loaded again,
+    not served from :data:`_MODELS`. (An imported module stays what Python imported.)"""
     found = _SPEC.match(str(spec).strip()) if isinstance(spec, str) else None
     where = found["where"] if found else ""
     if where.endswith(".py") or os.sep in where or "/" in where:
         try:
-            return spec, hashlib.sha256(Path(where).expanduser().read_bytes()).hexdigest()
+            return hashlib.sha256(Path(where).expanduser().read_bytes()).hexdigest()
         except OSError:
-            pass
-    return spec, None
+            return None
+    return None
 
 
 def load_model(spec: str):
     """``spec``'s ``pymc.Model`` (built once per process, spec and model-file content)."""
     pm = _pymc()
-    key = _model_key(spec)
-    if key in _MODELS:
-        return _MODELS[key]
+    digest = _file_digest(spec)
+    if spec in _MODELS and _MODELS[spec][0] == digest:
+        return _MODELS[spec][1]
     function = load_function(spec)
     try:
         model = function()
@@ -177,7 +178,7 @@ def load_model(spec: str):
     if discrete:
         raise ModelError(f"model has discrete free variables ({', '.join(discrete)}) in {spec}; "
                          "ckam-bench samples continuous parameters only")
-    _MODELS[key] = model
+    _MODELS[spec] = (digest, model)
     return model
 
 
