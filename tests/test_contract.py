@@ -697,8 +697,7 @@ def test_every_frozen_state_and_flag_is_one_the_engine_writes():
 
 def test_the_check_exit_codes(tmp_path):
     """``ckam-bench-check``: 0 pass, 1 FAIL, 2 bad input (one line, nothing created); the FAIL
-    run itself is tests/test_stationarity.py's. (A process of its own: Hydra's error path in a
-    test worker that ran other Hydra apps before can leave pytest's capture closed.)"""
+    run itself is tests/test_stationarity.py's. Run as a user runs it, in a process of its own."""
     import subprocess
 
     from ckam_bench.checks import stationarity
