@@ -749,15 +749,9 @@ def old_plugin_site(tmp_path_factory):
     """``pip install`` of the never-edited old-contract plugin (a copy: a build writes into its
     source folder) into a folder of its own, put on PYTHONPATH by :func:`cli`: found through its
     ``ckam_bench.plugins`` entry point, never installed into the shared environment."""
-    base = tmp_path_factory.mktemp("old_contract_plugin")
-    src = base / "src"
-    shutil.copytree(OLD_PLUGIN, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
-                                                                   "build"))
-    site = base / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                           "--no-build-isolation", "--no-index", "--target", str(site), str(src)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    from tests.test_plugins import build_plugin
+
+    site = build_plugin(tmp_path_factory.mktemp("old_contract_plugin"), OLD_PLUGIN)
     yield site
     shutil.rmtree(site, ignore_errors=True)
 

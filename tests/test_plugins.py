@@ -17,11 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "examples" / "plugin_package"
 
 
-def build_plugin(tmp_path: Path) -> Path:
-    """pip-install a copy of the shipped example plugin (examples/plugin_package) into a fresh
-    folder, as a user would; returns the folder."""
+def build_plugin(tmp_path: Path, package: Path = PLUGIN) -> Path:
+    """pip-install a copy of a plugin package (by default the shipped example,
+    examples/plugin_package; a build writes into its source folder, hence the copy) into a
+    fresh folder, as a user would; returns the folder."""
     src = tmp_path / "src"
-    shutil.copytree(PLUGIN, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
+    shutil.copytree(package, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
                                                                "build"))
     site = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
