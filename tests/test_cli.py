@@ -36,6 +36,11 @@ def test_every_sampler_on_every_target(tmp_path):
     seen = set()
     for path in runs:
         run = store.load_run(path)
+        if run.status["state"] == "empty":  # 0.3 s ended inside a burn-in (KAM's 10 000 on gmm32)
+            assert run.status["reason"] == "budget" and run.status["flags"] == ["no_samples"], run.status
+            assert run.status["sampler"] in ("kam", "ckam"), run.status
+            seen.add((run.status["sampler"], run.status["target"]))
+            continue
         assert run.status["state"] == "complete", run.status
         assert TRACE_COLUMNS <= set(run.trace.columns), path
         assert run.trace.iterations.iloc[-1] > 0
