@@ -583,10 +583,12 @@ def _paper(sampler: str, experiment: str):
 
 @pytest.mark.slow
 def test_published_ckam_drifts_on_bimodal():
-    """cKAM as published (conf/preset/paper_bimodal/ckam.yaml): 100 chains from exact draws at a
-    cycle start lose the wide mode (issue 9); the check rejects with a clear margin."""
+    """cKAM as published (conf/preset/paper_bimodal/ckam.yaml): 200 chains from exact draws at a
+    cycle start lose the wide mode (issue 9); the check rejects with a clear margin. (100 chains
+    at seed 0 gave min Holm p 0.142 on a 2-core AMD EPYC machine, 2026-11-28: too few to see
+    the drift on every CPU, whose rounding changes the chains.)"""
     cfg, target = _paper("ckam", "paper_bimodal")
-    result = assert_not_stationary(lambda: instantiate(cfg.sampler), target, n_chains=100,
+    result = assert_not_stationary(lambda: instantiate(cfg.sampler), target, n_chains=200,
                                    times=[20_000, 30_000], seed=0, margin=5)
     occ = result.tests[(result.tests["test"] == "occupancy") & (result.tests["time"] == 30_000)]
     assert occ.iloc[0]["share"][1] < 0.4  # the wide (right-hand) mode, 1/2 under π (measured 0.31)
