@@ -258,3 +258,22 @@ def test_an_sbc_of_an_edited_model_is_refused_untouched(tmp_path, capsys):
                            "configuration on another model: the model's source file")
     assert "leave sbc.dir unset" in line
     assert tree(folder) == before
+
+
+def test_the_suite_counts_one_configuration_over_posteriors_of_different_identity():
+    """A target's identity belongs to the target: across the suite's posteriors (each of its own
+    model and data bytes) one sampler setting is one configuration, one row of the suite table
+    (the CI's suite sweep once showed 52 'nuts [target_identity.data_sha256=…]' rows)."""
+    from types import SimpleNamespace
+
+    from ckam_bench.report.posteriordb_suite import config_key, suite_labels
+
+    def group(target, data):
+        return SimpleNamespace(sampler="nuts", label="nuts", settings={
+            "choice.sampler": "nuts", "choice.target": "pymc", "target.model": target,
+            "target_identity.data_sha256": data, "target_identity.source_sha256": "s",
+            "sampler.max_depth": 10})
+
+    groups = [group("a", "1"), group("b", "2")]
+    assert config_key(groups[0]) == config_key(groups[1])
+    assert suite_labels({config_key(groups[0]): groups[0]}) == {config_key(groups[0]): "nuts"}

@@ -59,9 +59,9 @@ from ckam_bench.report.ranking import cost_to_accuracy, rank_order
 from ckam_bench.report.tables import Table
 
 MEAN_TOL, SD_TOL = 0.1, 0.1
-TARGET_KEYS = ("target.", "choice.target", "loops")
+TARGET_KEYS = ("target.", "choice.target", "loops", "target_identity.")
 """Settings that belong to the target, not the configuration (``loops``: whether the target had
-a compiled density)."""
+a compiled density; ``target_identity.*``: its model and data files by their bytes)."""
 
 
 def _posterior(run: StoredRun) -> str | None:
