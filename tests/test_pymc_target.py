@@ -4,6 +4,7 @@ missing extra, and the command end to end."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -274,6 +275,11 @@ def test_every_sampler_on_a_pymc_model_in_one_sweep(tmp_path):
     runs = [store.load_run(p) for p in store.find_runs(sweep)]
     assert sorted(r.status["sampler"] for r in runs) == sorted(samplers)
     for run in runs:
+        if run.status["state"] == "empty":  # 2 s ended inside a burn-in (KAMH's 5 000: 3 207 done on CI)
+            assert run.status["reason"] == "budget" and run.status["flags"] == ["no_samples"], run.status
+            assert run.status["sampler"] in ("kam", "ckam", "kamh"), run.status
+            assert re.search(r"iterations \(\d+ in (burnin|exploration)\)", run.status["flag_notes"]["no_samples"])
+            continue
         assert run.status["state"] == "complete", run.status
         assert {"mu", "tau", "theta[3]"} <= set(run.samples.columns)
     assert (sweep / "report" / "report.html").exists()
