@@ -2,7 +2,6 @@
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from ckam_bench.engine import store
 from ckam_bench.engine.runner import Budget, Runner, run_labels
 from ckam_bench.samplers.random_walk import RandomWalk
 from ckam_bench.targets.gaussians import gauss2d_corr
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,9 +50,9 @@ def test_a_cli_run_and_an_api_run_are_the_same_run(tmp_path):
     """The API resolves the same config as the CLI: the CLI's complete folder is skipped."""
     folder = tmp_path / "run"
     args = ["sampler=rw", "target=gauss2d_corr", "budget.max_iterations=500", "seed=2"]
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args, f"hydra.run.dir={folder}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args, f"hydra.run.dir={folder}"],
+                      cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     before = (folder / store.STATUS).read_bytes()
     result = ckam_bench.run("rw", "gauss2d_corr", "budget.max_iterations=500", seed=2, run_dir=folder)

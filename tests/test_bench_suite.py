@@ -2,13 +2,13 @@
 posteriordb runs, checked against a brute-force reading of the runs' traces."""
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "ckam_bench.posteriordb.models:eight_schools_noncentered"
@@ -28,7 +28,7 @@ def _grads_to_accuracy(trace: pd.DataFrame) -> float:
 def sweep(tmp_path_factory):
     pytest.importorskip("pymc")
     root = tmp_path_factory.mktemp("suite") / "sweep"
-    proc = subprocess.run(["ckam-bench", "-m", "experiment=posteriordb", "sampler=nuts_fisher,nuts_reference_diag",
+    proc = clirun.run(["ckam-bench", "-m", "experiment=posteriordb", "sampler=nuts_fisher,nuts_reference_diag",
                            f"target.model={MODEL}", "seed=0,1", "budget.max_grad=40000", "budget.max_density=40000",
                            f"hydra.sweep.dir={root}"], capture_output=True, text=True, timeout=600, cwd=root.parent)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -36,8 +36,8 @@ def sweep(tmp_path_factory):
 
 
 def test_suite_tables_match_the_traces(sweep):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_peers.py"), "--suite", str(sweep)],
-                          capture_output=True, text=True, timeout=300)
+    proc = clirun.run([sys.executable, str(ROOT / "scripts" / "bench_peers.py"), "--suite", str(sweep)],
+                      capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     row = next(line for line in out.splitlines() if line.startswith("| eight_schools-eight_schools_noncentered |"))
@@ -58,9 +58,9 @@ def test_suite_tables_match_the_traces(sweep):
 
 def test_suite_without_runs_and_a_missing_folder(tmp_path):
     script = [sys.executable, str(ROOT / "scripts" / "bench_peers.py"), "--suite"]
-    empty = subprocess.run([*script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    empty = clirun.run([*script, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert empty.returncode == 0 and empty.stdout.startswith("no posteriordb runs under")
-    missing = subprocess.run([*script, str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
+    missing = clirun.run([*script, str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
     assert sorted(tmp_path.iterdir()) == []
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ckam_bench.engine import store
+from tests import clirun
 
 SAMPLERS = ["rw", "am", "rbam", "gam", "kam", "ckam"]
 TARGETS = ["bimodal", "gmm2d", "gmm32"]
@@ -20,8 +20,8 @@ TRACE_COLUMNS = {"run_id", "target", "sampler", "kernel", "seed", "checkpoint",
 
 def ckam_bench(*args, cwd):
     cmd = [sys.executable, "-m", "ckam_bench.commands.cli", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return clirun.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
 @pytest.mark.slow  # every sampler x target from the CLI (~60 s)
@@ -174,7 +174,7 @@ def test_library_info_logs_stay_quiet_and_warnings_show(tmp_path):
         "import logging\nfrom ckam_bench.targets.gaussians import gauss2d_corr\n\n\n"
         "def make(**kwargs):\n    logging.getLogger('somelib').info('INFO-NOISE')\n"
         "    logging.getLogger('somelib').warning('A-WARNING')\n    return gauss2d_corr()\n")
-    proc = subprocess.run(
+    proc = clirun.run(
         [sys.executable, "-m", "ckam_bench.commands.cli", "sampler=rw", "target=gauss2d_corr",
          "target._target_=noisy.make", "budget.max_iterations=1000", f"hydra.run.dir={tmp_path / 'r'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -6,7 +6,6 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,15 +19,16 @@ from ckam_bench.report import cli as figures_cli
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.commands.validate import ConfigError
 from tests.test_report import make_run
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0", "CKAM_BENCH_JIT": "0"}
 
 
 def command(module, *args, cwd, timeout=300, env=None):
-    return subprocess.run([sys.executable, "-c", f"from {module} import main; main()", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**ENV, **(env or {})})
+    return clirun.run([sys.executable, "-c", f"from {module} import main; main()", *args],
+                      cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                      env={**ENV, **(env or {})})
 
 
 def one_line(proc):
@@ -313,10 +313,10 @@ def two_runs(tmp_path_factory):
     """Two real runs (rw on bimodal, am on gmm2d), with their markers and hashes."""
     root = tmp_path_factory.mktemp("runs")
     for sampler, target in (("rw", "bimodal"), ("am", "gmm2d")):
-        proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", f"sampler={sampler}",
+        proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", f"sampler={sampler}",
                                f"target={target}", "budget.seconds=0.2", "progress=false",
                                f"hydra.run.dir={root / f'{sampler}_{target}'}"], cwd=root,
-                              env=ENV, capture_output=True, text=True, timeout=300)
+                          env=ENV, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
     return root
 
@@ -437,8 +437,8 @@ def test_a_sweep_runs_again_in_its_own_folder(tmp_path):
 def test_benchmark_scripts_replace_only_their_own_json(tmp_path, script):
     """--json: a user's file of that name is refused before any benchmark runs."""
     (tmp_path / "out.json").write_text("the user's own\n")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--json", "out.json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=ENV)
+    proc = clirun.run([sys.executable, str(ROOT / "scripts" / script), "--json", "out.json"],
+                      cwd=tmp_path, capture_output=True, text=True, timeout=300, env=ENV)
     assert proc.returncode == 2
     assert "out.json exists and was not written by" in one_line(proc)
     assert (tmp_path / "out.json").read_text() == "the user's own\n"

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "contract.md"
@@ -705,9 +706,9 @@ def test_the_check_exit_codes(tmp_path):
     assert [stationarity.EXIT_PASS, stationarity.EXIT_FAIL, stationarity.EXIT_CONFIG] == \
         FROZEN["check_exit_codes"]
     assert [stationarity.verdict_code(v) for v in ("pass", "FAIL")] == FROZEN["check_exit_codes"][:2]
-    done = subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()", "target=gauss2d_corr",
+    done = clirun.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()", "target=gauss2d_corr",
                            "seed=-1", f"hydra.run.dir={tmp_path / 'check'}"], capture_output=True, text=True,
-                          cwd=tmp_path)
+                      cwd=tmp_path)
     assert done.returncode == FROZEN["check_exit_codes"][2], done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert list(tmp_path.iterdir()) == []
@@ -759,7 +760,7 @@ def old_plugin_site(tmp_path_factory):
 def cli(args: list[str], cwd: Path, site: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "HYDRA_FULL_ERROR": "0",
            "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+    return clirun.run(args, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
 
 
 def fixture_digests() -> dict[str, str]:

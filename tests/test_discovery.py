@@ -6,14 +6,15 @@ import sys
 from pathlib import Path
 
 import ckam_bench
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd,
+                      capture_output=True, text=True, timeout=300,
+                      env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_help_and_version(tmp_path):
@@ -99,6 +100,7 @@ def test_help_and_version_do_not_import_the_harness(tmp_path):
             "'arviz_stats', 'scipy') if m in sys.modules]\n"
             "assert not heavy, heavy")
     for flag in ("--help", "--version"):
+        # what a new interpreter imports: a new interpreter (never tests/clirun.py's forks)
         proc = subprocess.run([sys.executable, "-c", code.format(flag=flag)], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -150,14 +152,14 @@ def test_every_other_hydra_command_has_its_own_help_and_version(tmp_path):
                                ("ckam_bench.checks.reference", "ckam-bench-reference", ("rhat_max:", "combine:")),
                                ("ckam_bench.checks.sbc", "ckam-bench-sbc", ("simulations:", "bins:"))):
         for flag in ("--help", "-h"):
-            proc = subprocess.run([sys.executable, "-c", f"from {module} import main; main()", flag],
-                                  cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+            proc = clirun.run([sys.executable, "-c", f"from {module} import main; main()", flag],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
             assert proc.returncode == 0 and proc.stderr == "", proc.stderr
             assert proc.stdout.startswith(f"{prog} — ") and "Exit codes:" in proc.stdout
             assert all(k in proc.stdout for k in keys) and "hydra:" not in proc.stdout
-        proc = subprocess.run([sys.executable, "-c", f"from {module} import main; main()", "--version"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = clirun.run([sys.executable, "-c", f"from {module} import main; main()", "--version"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert proc.returncode == 0 and ckam_bench.__version__ in proc.stdout
     assert list(tmp_path.iterdir()) == []

@@ -11,6 +11,7 @@ from ckam_bench.engine import rundir, store
 from ckam_bench.report.aggregate import load_results
 from ckam_bench.report.paper_divergence import divergence_table, figures, tables
 from ckam_bench.targets.divergence import basis4, double_banana
+from tests import clirun
 
 TARGETS = {"double_banana": (double_banana, "ckam_bench.targets.divergence.double_banana", 2),
            "basis4": (basis4, "ckam_bench.targets.divergence.basis4", 4)}
@@ -76,8 +77,8 @@ def test_reproduce_divergence_script_with_one_seed(tmp_path):
     script = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_divergence_paper.sh"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = tmp_path / "dm"
-    proc = subprocess.run(["bash", str(script), "--seeds", "1", "--out", str(out)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=2400)
+    proc = clirun.run(["bash", str(script), "--seeds", "1", "--out", str(out)], cwd=tmp_path, env=env,
+                      capture_output=True, text=True, timeout=2400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = out / "report"
     expected = {"double_banana": 9, "basis4": 9, "banana_bunch": 9, "horseshoe": 8}

@@ -5,13 +5,13 @@ line before running), and the site builds with no warning (slow; CI also builds 
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from ckam_bench.commands.overrides import problem
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -62,9 +62,9 @@ def test_every_documented_command_names_existing_options_and_keys(page, line):
                     reason="needs the docs extra (pip install -e '.[docs]'); CI installs it")
 def test_the_site_builds_without_a_warning(tmp_path):
     mkdocs = Path(sys.executable).parent / "mkdocs"
-    proc = subprocess.run([str(mkdocs if mkdocs.exists() else "mkdocs"), "build", "--strict",
+    proc = clirun.run([str(mkdocs if mkdocs.exists() else "mkdocs"), "build", "--strict",
                            "--site-dir", str(tmp_path / "site")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+                      capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "index.html").is_file()
 

@@ -5,7 +5,6 @@ package is tests/test_plugins.py (slow)."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,13 +21,14 @@ CONF = PLUGIN / "my_plugin" / "conf"
 
 sys.path.insert(0, str(PLUGIN))
 from my_plugin import AdaptiveBarker, Banana3, Barker  # noqa: E402
+from tests import clirun
 
 
 def ckam_bench(*args, cwd):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), str(ROOT)])}
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args,
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args,
                            f"hydra.searchpath=[file://{CONF}]"], cwd=cwd, capture_output=True,
-                          text=True, timeout=600, env=env)
+                      text=True, timeout=600, env=env)
 
 
 @pytest.mark.parametrize("sampler", ["barker", "adaptive_barker", "am", "nuts"])
@@ -144,10 +144,10 @@ def test_a_broken_own_target_is_one_line_from_the_command_line(tmp_path):
         "class Broken(Target):\n    def __init__(self):\n        super().__init__(2)\n")
     (conf / "broken.yaml").write_text("_target_: broken_target.Broken\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=broken", "sampler=rw",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=broken", "sampler=rw",
                            f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600, env=env)
+                      capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert "target 'broken'" in proc.stderr and "_log_density" in proc.stderr

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from ckam_bench.schedules import Constant, NoiseDecay
 from ckam_bench.engine.store import find_runs, load_run
+from tests import clirun
 
 SAMPLERS = ("rw", "am", "rbam", "gam", "kam", "ckam")
 PAPER = ("paper_bimodal", "paper_gmm2d", "paper_gmm32")
@@ -356,8 +357,8 @@ def test_reproduce_script_header_matches_the_configs():
 # ------------------------------------------------------------------------------- sweeps
 def cli(*args, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=env,
+                      capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -392,9 +393,9 @@ def test_joblib_sweep_runs_every_job_and_renders(tmp_path):
     for path in runs:
         check_run_folder(path, "paper_bimodal")
     report = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.report.cli", str(tmp_path / "outputs"),
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.report.cli", str(tmp_path / "outputs"),
                            "--out", str(report), "--figures", "3", "--formats", "png"],
-                          capture_output=True, text=True, timeout=120)
+                      capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "loaded 4 runs" in proc.stdout and "skipped" not in proc.stdout
     assert (report / "fig03_kl_bimodal.png").is_file()
@@ -440,8 +441,8 @@ def test_reproduce_script_quick(tmp_path):
     out = tmp_path / "quick"
     # the console scripts of this interpreter's environment, activated or not
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=2400)
+    proc = clirun.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
+                      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=2400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "skipped" not in proc.stdout
     report = out / "report"
@@ -449,6 +450,6 @@ def test_reproduce_script_quick(tmp_path):
     for n in (1, 2, 3):
         assert list(report.glob(f"table{n}_*.md")), n
     # a second call finds every experiment complete and only re-renders
-    again = subprocess.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    again = clirun.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and again.stdout.count("not run again") == 6

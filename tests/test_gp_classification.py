@@ -12,6 +12,7 @@ from scipy.special import expit
 from ckam_bench.data import DataFileError, data_file
 from ckam_bench.targets.gp_classification import GPClassification, gp_glass, load_glass, log_likelihood
 from tests.test_configs import composed
+from tests import clirun
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +177,7 @@ def test_gradient_sampler_declines_gp_glass_from_the_cli(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=mala", "target=gp_glass",
+    out = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=mala", "target=gp_glass",
                           f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()

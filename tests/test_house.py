@@ -6,6 +6,7 @@ budget.py, tally.py, runstatus.py and snapshot.py)."""
 import ast
 import functools
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,6 +72,7 @@ def test_commands_start_without_the_figure_stack():
     code = ("import sys, ckam_bench.commands.cli, ckam_bench.report.callback, ckam_bench.checks.stationarity; "
             "print(sorted(m for m in ('matplotlib', 'ckam_bench.report.paper_ckam', "
             "'ckam_bench.report.aggregate') if m in sys.modules))")
+    # what a new interpreter imports: a new interpreter (never tests/clirun.py's forks)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

@@ -1,7 +1,6 @@
 """ArviZ interop: stored runs (one, or the seeds of one configuration as chains) as a DataTree."""
 
 import os
-import subprocess
 import sys
 
 import arviz_stats as azs
@@ -14,6 +13,7 @@ from ckam_bench.metrics.ess import ess_per_dim
 from ckam_bench.report.aggregate import load_results
 from ckam_bench.engine.store import load_run
 from tests.test_report import make_run, sampler_cfg
+from tests import clirun
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def real_runs(tmp_path_factory):
     """Two real runs (seeds 0 and 1) of one configuration, each in its own folder."""
     root = tmp_path_factory.mktemp("real")
     for seed in (0, 1):
-        proc = subprocess.run(
+        proc = clirun.run(
             [sys.executable, "-m", "ckam_bench.commands.cli", "sampler=am", "target=gauss2d_corr",
              f"seed={seed}", "budget.seconds=0.3", "progress=false",
              f"hydra.run.dir={root / f'am_s{seed}'}"],

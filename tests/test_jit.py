@@ -210,6 +210,7 @@ for name in ("rw", "am", "rbam", "gam", "ckam", "kam"):
 def chain_digests(block_numba: bool, env: dict) -> list[str]:
     code = CHAIN_DIGEST.format(block_numba="sys.modules['numba'] = None" if block_numba else "")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # what a new interpreter imports: a new interpreter (never tests/clirun.py's forks)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root,
                          check=True)
     return out.stdout.split()

@@ -5,7 +5,6 @@ stored run."""
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ from ckam_bench.samplers.kameleon import KAM, centred_gradients, proposal_covari
 from ckam_bench.schedules import Constant, RobbinsMonro
 from ckam_bench.targets.banana import Banana
 from ckam_bench.targets.base import Target
+from tests import clirun
 
 
 def banana_subsample(d=3, m=60, seed=0):
@@ -98,13 +98,13 @@ def test_sampler_draws_have_the_contour_covariance():
 @pytest.mark.slow
 def test_figure2_from_a_stored_run(tmp_path):
     run = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "experiment=kamh_banana_moderate", "sampler=kamh",
+    clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "experiment=kamh_banana_moderate", "sampler=kamh",
                     "budget.max_iterations=600", "burnin=200", "progress=false", f"hydra.run.dir={run}"],
-                   check=True, capture_output=True)
+               check=True, capture_output=True)
     out = tmp_path / "figures"
-    done = subprocess.run([sys.executable, "-m", "ckam_bench.report.cli", str(run), "--out", str(out),
+    done = clirun.run([sys.executable, "-m", "ckam_bench.report.cli", str(run), "--out", str(out),
                            "--figures", "none", "--generic", "none", "--formats", "png"],
-                          check=True, capture_output=True, text=True)
+                      check=True, capture_output=True, text=True)
     assert (out / "kamh_fig2_banana_moderate.png").stat().st_size > 10_000
     assert "Figure 2" in done.stdout
     from ckam_bench.report.aggregate import load_results

@@ -4,7 +4,6 @@ against numpy, and data-file errors (missing, malformed, pointed elsewhere)."""
 
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 from ckam_bench import jit
 from ckam_bench.data import HERE as DATA, DataFileError
 from ckam_bench.targets.logistic import DATASETS, LogisticRegression, compact_design, env_var
+from tests import clirun
 
 SMALL = ["australian", "heart", "pima", "ripley", "german", "caravan"]
 # Paper (Titsias & Dellaportas 2019, Tables 1-7): 15, 14, 8, 3, 25, 87, 785. Caravan's data
@@ -224,8 +224,8 @@ def test_bad_settings():
 def test_cli_missing_data_file_is_a_config_error(tmp_path):
     cmd = [sys.executable, "-m", "ckam_bench.commands.cli", "target=logistic_pima", "sampler=rw",
            f"target.data_file={tmp_path / 'missing.data'}", f"hydra.run.dir={tmp_path / 'run'}"]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    proc = clirun.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0"})
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert re.search(r"target(\.|: )data_file", proc.stderr) and "missing.data" in proc.stderr
     assert not (tmp_path / "run").exists()

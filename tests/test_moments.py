@@ -4,7 +4,6 @@ which truth it used."""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +14,7 @@ from ckam_bench.metrics.moments import MomentErrors
 from ckam_bench.targets.base import CapabilityError, Target
 from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr
 from ckam_bench.targets.logistic import LogisticRegression
+from tests import clirun
 
 COLUMNS = {"mean_error", "second_moment_error", "mean_norm", "mean_estimate", "bias2", "moments_discarded"}
 
@@ -130,8 +130,8 @@ def test_run_records_the_reference_it_used(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "ckam_bench.commands.cli", "target=logistic_ripley", "sampler=rw",
            "sampler.step_size=0.3", "budget.seconds=0.5", f"hydra.run.dir={out}"]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    proc = clirun.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     status = json.loads((out / "status.json").read_text())
     used = status["metrics_info"]["moments"]

@@ -1,6 +1,5 @@
 """Titsias & Dellaportas tables and figures from real stored runs (a tiny gad_neal sweep)."""
 
-import subprocess
 import sys
 
 import numpy as np
@@ -10,6 +9,7 @@ pytestmark = pytest.mark.slow  # two small sweeps through the CLI (~40 s on the 
 
 from ckam_bench.report import paper_gradient
 from ckam_bench.report.aggregate import load_results
+from tests import clirun
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gad")
     common = ["experiment=gad_neal", "budget.max_iterations=1200", "sampler.burn_in=600", "progress=false"]
     for i, extra in enumerate((["sampler=gadmala_fast", "seed=0,1"], ["sampler=hmc", "sampler.n_leapfrog=2,3", "seed=0"])):
-        subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", *common, *extra,
+        clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", *common, *extra,
                         f"hydra.sweep.dir={root / str(i)}"], check=True, capture_output=True)
     return root
 

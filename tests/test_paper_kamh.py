@@ -2,7 +2,6 @@
 sweeps)."""
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -11,12 +10,13 @@ pytestmark = pytest.mark.slow  # a small sweep through the CLI (~60 s on the sha
 
 from ckam_bench.report import paper_kamh
 from ckam_bench.report.aggregate import load_results
+from tests import clirun
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("kamh")
-    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_banana_moderate",
+    clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_banana_moderate",
                     "sampler=rw,kamh", "seed=0,1", "budget.max_iterations=800", "burnin=200", "progress=false",
                     f"hydra.sweep.dir={root}"], check=True, capture_output=True)
     return root
@@ -62,10 +62,10 @@ def glass_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("glass")
     cache = tmp_path_factory.mktemp("cache")
     stand_in_reference(cache)
-    subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_glass",
+    clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=kamh_glass",
                     "sampler=rw,kamh", "seed=0,1", "budget.max_iterations=60", "burnin=20",
                     "checkpoint.every=0.5", "progress=false", f"hydra.sweep.dir={root}"],
-                   check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1",
+               check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1",
                                                          "OPENBLAS_NUM_THREADS": "1",
                                                          "CKAM_BENCH_CACHE": str(cache)})
     return root, cache

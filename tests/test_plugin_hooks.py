@@ -5,7 +5,6 @@ and checks what they return; an exception anywhere in a run leaves it ``failed``
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ckam_bench.engine.runner import Budget, Runner
 from ckam_bench.checks.stationarity import mode_labels
 from ckam_bench.targets.base import PluginError, constrained_columns, label_of, mixture_of
 from tests.legacy_plugin import PlainRandomWalk, StanStyleGaussian
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def _cli(tmp_path, *overrides):
     args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path}",
             f"hydra.searchpath=[file://{ROOT / 'tests' / 'legacy_conf'}]", "budget.seconds=1",
             "progress=false", *overrides]
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return clirun.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def test_last_releases_plugin_runs_from_the_command_line(tmp_path):
@@ -139,7 +139,7 @@ def _cli_with_own_config(tmp_path, group, name, cls, other):
     args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.run.dir={tmp_path / 'run'}",
             f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "budget.seconds=1",
             "progress=false", f"{group}={name}", other]
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return clirun.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def test_a_run_that_fails_says_so_in_one_line(tmp_path):

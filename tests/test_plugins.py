@@ -6,11 +6,11 @@ the ``ckam_bench.plugins`` entry point: ``ckam-bench list``, a single run, a swe
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,17 +25,17 @@ def build_plugin(tmp_path: Path, package: Path = PLUGIN) -> Path:
     shutil.copytree(package, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
                                                                "build"))
     site = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+    proc = clirun.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                            "--no-build-isolation", "--no-index", "--target", str(site), str(src)],
-                          capture_output=True, text=True, timeout=600)
+                      capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return site
 
 
 def run(args, cwd, site, module="ckam_bench.commands.cli"):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=600, env=env)
+    return clirun.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
+                      text=True, timeout=600, env=env)
 
 
 def fake_dist(site: Path, name: str, entry_points: str) -> None:

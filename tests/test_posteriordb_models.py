@@ -34,6 +34,7 @@ from pymc.pytensorf import join_nonshared_inputs  # noqa: E402
 from ckam_bench.posteriordb import SUITE, load_data, load_reference  # noqa: E402
 from ckam_bench.posteriordb import models  # noqa: E402
 from tests import test_posteriordb_stan_numpy as stan_numpy  # noqa: E402
+from tests import clirun
 
 NAMES = sorted(SUITE)
 FAST_DRAWS = 1000
@@ -438,11 +439,11 @@ def test_suite_sweep_end_to_end(tmp_path):
     from ckam_bench.report.posteriordb_suite import tables
 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=posteriordb",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.cli", "-m", "experiment=posteriordb",
                            "sampler=nuts", "sampler.burn_in=0", "sampler.max_depth=6", "seed=0",
                                "budget.seconds=1", "progress=false",
                            f"hydra.sweep.dir={tmp_path}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
+                      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     statuses = [json.loads(p.read_text()) for p in tmp_path.glob("*/status.json")]
     from ckam_bench.posteriordb.subset import suite

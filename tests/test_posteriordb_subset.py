@@ -1,7 +1,6 @@
 """posteriordb.subset: choosing the suite's posteriors by name, character or dimension."""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from ckam_bench.commands.overrides import problem
 from ckam_bench.posteriordb import CHARACTERS, SUITE
 from ckam_bench.posteriordb.subset import SubsetError, select, suite
 from ckam_bench.commands.validate import ConfigError
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,14 +62,14 @@ def test_the_command_line_refuses_a_bad_subset_in_one_line(tmp_path):
     assert "did you mean 'kilpisjarvi'" in problem(["experiment=posteriordb", "posteriordb.subset=[kilpisjarvx]"])
     assert problem(["experiment=posteriordb", "posteriordb.subset=[kilpis*,dim:..3]"]) is None
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
                            "posteriordb.subset=[regression,dim:..3]"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env=env)
+                      capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")]
     assert listed == names(["regression", "dim:..3"])
-    bad = subprocess.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
+    bad = clirun.run([sys.executable, "-m", "ckam_bench.commands.entry", "list", "posteriordb",
                           "posteriordb.subset=[dim:x]"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300, env=env)
+                     text=True, timeout=300, env=env)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []

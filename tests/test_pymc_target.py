@@ -5,7 +5,6 @@ missing extra, and the command end to end."""
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ pytest.importorskip("pymc")  # the [pymc] extra; CI installs it, so this never s
 from ckam_bench import jit
 from ckam_bench.engine import store  # noqa: E402
 from ckam_bench.targets.pymc import ModelError, PyMCModel, load_model  # noqa: E402
+from tests import clirun
 
 MODELS = Path(__file__).resolve().parent / "pymc_models.py"
 
@@ -199,9 +199,9 @@ def test_dotted_module_form(tmp_path, monkeypatch):
 def ckam_bench(*args, cwd, env=None, prelude="pass"):
     code = (f"import sys; {prelude}; sys.argv = ['ckam-bench', *sys.argv[1:]]; "
             "from ckam_bench import cli; cli.main()")
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=900,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})})
+    return clirun.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True,
+                      text=True, timeout=900,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})})
 
 
 def test_missing_extra_is_one_line_exit_2(tmp_path):
@@ -291,8 +291,8 @@ def test_python_loops_use_pytensors_c_backend(tmp_path):
     code = (f"import numpy as np; from ckam_bench.targets.pymc import PyMCModel; "
             f"t = PyMCModel({spec('hierarchical')!r}); x = np.linspace(-1, 1, 6); "
             "l, g = t.log_density_and_grad_uncounted(x); print(repr(l), list(g))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "CKAM_BENCH_JIT": "0"})
+    proc = clirun.run([sys.executable, "-c", code], capture_output=True, text=True,
+                      timeout=900, env={**os.environ, "CKAM_BENCH_JIT": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     logp = float(proc.stdout.split()[0])
     assert logp == pytest.approx(hierarchical_logp(np.linspace(-1, 1, 6)), rel=1e-10)
@@ -303,7 +303,7 @@ def test_reference_command_on_a_pymc_model(tmp_path):
     # 4 x 20 000 NUTS draws of a 1-D model give a bulk and tail ESS near 14 000: certified under
     # posteriordb's own thresholds (a looser ess_min would store a provisional file and exit 3)
     cache = tmp_path / "cache"
-    proc = subprocess.run(
+    proc = clirun.run(
         [sys.executable, "-m", "ckam_bench.checks.reference", "target=pymc",
          f"target.model={spec('halfnormal')}", "sampler=nuts", "chains=4", "burn_in=500",
          "iterations=20000", "ess_min=10000", f"out={cache}"],

@@ -4,7 +4,6 @@ against the published ground truth."""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +19,7 @@ from ckam_bench.schedules import RobbinsMonro
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.targets.horseshoe import Horseshoe
 from ckam_bench.targets.logistic import LogisticRegression
+from tests import clirun
 
 SHIPPED = ["australian", "heart", "pima", "ripley", "german"]
 
@@ -32,8 +32,8 @@ def gam(dim, until=None):
 
 def command(*args, cwd, cache, timeout=600):
     cmd = [sys.executable, "-m", "ckam_bench.checks.reference", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0", reference.CACHE_ENV: str(cache)})
+    return clirun.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                      env={**os.environ, "HYDRA_FULL_ERROR": "0", reference.CACHE_ENV: str(cache)})
 
 
 def test_certify_criteria():
@@ -280,6 +280,6 @@ def test_provisional_reference_exits_3_and_help_says_so(tmp_path):
     assert "provisional, NOT certified" in proc.stderr
     (stored,) = (tmp_path / "cache").glob("*.npz")
     assert stored.name.endswith(".provisional.npz")
-    helped = subprocess.run([sys.executable, "-m", "ckam_bench.checks.reference", "--help"],
-                            capture_output=True, text=True, cwd=tmp_path)
+    helped = clirun.run([sys.executable, "-m", "ckam_bench.checks.reference", "--help"],
+                        capture_output=True, text=True, cwd=tmp_path)
     assert "provisional.npz, never used as a reference, and the exit code is 3" in " ".join(helped.stdout.split())

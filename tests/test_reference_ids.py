@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from ckam_bench.checks.reference import SHIPPED, check_probes, density_probes, load_reference
+from tests import clirun
 
 SHIPPED_IDS = sorted(p.stem for p in Path(SHIPPED).glob("*.npz"))
 
@@ -121,8 +121,8 @@ def test_ids_are_equal_under_another_blas_kernel(kernel):
     env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
     env.pop("OPENBLAS_L2_SIZE", None)
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
-                         text=True, timeout=300)
+    out = clirun.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                     text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == SHIPPED_IDS
 
@@ -488,8 +488,8 @@ def test_a_plugins_cached_kernel_is_keyed_by_its_packages_source(tmp_path):
     script.write_text(_PLUGIN_RUN)
 
     def value():
-        done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
-                              text=True, check=True, cwd=tmp_path)
+        done = clirun.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                          text=True, check=True, cwd=tmp_path)
         return float(done.stdout.split()[-1])
 
     assert value() == 1.0

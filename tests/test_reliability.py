@@ -16,14 +16,15 @@ from hydra import compose, initialize_config_module
 from ckam_bench.engine import rundir, store
 from ckam_bench.commands.cli import build
 from ckam_bench.commands.validate import ConfigError
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
 
 
 def ckam_bench(*args, cwd, **kw):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=300, **kw)
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
+                      capture_output=True, text=True, timeout=300, **kw)
 
 
 def start(*args, cwd):

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 from importlib import resources
 
@@ -17,6 +16,7 @@ from ckam_bench.report import drawing, generic, paper_ckam, ranking, tables
 from ckam_bench.report.cli import main as figures_main
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
+from tests import clirun
 
 TARGET_CFG = {
     "bimodal": {"_target_": "ckam_bench.targets.mixtures.bimodal", "dim": 2,
@@ -478,14 +478,14 @@ def test_cli_rejects_bad_arguments(tmp_path):
 @pytest.mark.slow
 def test_real_sweep_renders(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = subprocess.run(
+    proc = clirun.run(
         [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,ckam", "target=bimodal",
          "seed=0,1", "budget.seconds=1", "progress=false", f"hydra.sweep.dir={sweep}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
         env={**os.environ, "HYDRA_FULL_ERROR": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "figs"
-    proc = subprocess.run(
+    proc = clirun.run(
         [sys.executable, "-m", "ckam_bench.report.cli", str(sweep), "--out", str(out)],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]

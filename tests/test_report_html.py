@@ -14,6 +14,7 @@ import pytest
 
 from ckam_bench.report.cli import main as figures_main
 from tests.test_report import make_run
+from tests import clirun
 
 CHROMIUM = os.environ.get("CKAM_BENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -153,7 +154,7 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
         "_target_: my_targets.Banana\ndim: 3\nbend: 0.5\n")
     sweep = tmp_path / "sweep"
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run(
+    proc = clirun.run(
         [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,am,gam", "target=banana",
          "seed=0,1,2", "budget.seconds=0.3", "progress=false",
          f"hydra.searchpath=[file://{tmp_path / 'conf'}]", f"hydra.sweep.dir={sweep}",
@@ -163,9 +164,9 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
     assert f"sweep report: {sweep / 'report' / 'report.html'}" in proc.stdout
     assert "**Ranking on banana" in proc.stdout and "| 3 |" in proc.stdout
     out = tmp_path / "figs"
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.report.cli", str(sweep), "--out",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.report.cli", str(sweep), "--out",
                            str(out), "--formats", "png"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+                      cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     for stem in ("banana_metric_ess_min", "banana_metric_diagnostics", "banana_marginals",
                  "banana_pairs", "banana_diagnostics"):

@@ -3,7 +3,6 @@ marginal and pair figures under the model's names, and a report of a PyMC sweep 
 file is gone."""
 
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -18,6 +17,7 @@ from ckam_bench.report import generic, posterior
 from ckam_bench.report.ranking import Order, ranking_table
 from ckam_bench.report.drawing import Settings
 from tests.test_report import make_run
+from tests import clirun
 
 NAMES = ["mu", "theta[0]", "theta[1]", "L[0,0]", "L[0,1]", "L[1,0]", "L[1,1]"]
 
@@ -130,16 +130,16 @@ def test_pymc_sweep_report_names_the_models_variables_without_the_model(tmp_path
     """))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     sweep = tmp_path / "sweep"
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,nuts",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", "sampler=rw,nuts",
                            "target=pymc", f"target.model={model}:hier", "seed=0,1",
                            "budget.seconds=0.5", "progress=false", f"hydra.sweep.dir={sweep}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+                      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     model.unlink()  # another machine: the model is nowhere
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.report.cli", str(sweep), "--out",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.report.cli", str(sweep), "--out",
                            str(tmp_path / "out"), "--figures", "none",
                            "--generic", "marginals,pairs"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+                      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "skipped" not in proc.stdout, proc.stdout
     table = next((tmp_path / "out").glob("posterior_*.md")).read_text()

@@ -23,15 +23,16 @@ from ckam_bench.checks.stationarity import check_stationarity, write_outputs
 from ckam_bench.targets.mixtures import bimodal
 from tests.samplers.invariance import Tempered
 from tests.test_report import make_run
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "CKAM_BENCH_JIT": "0", "HYDRA_FULL_ERROR": "0"}
 
 
 def check_command(folder: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
+    return clirun.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
                            *overrides, f"hydra.run.dir={folder}"], cwd=ROOT,
-                          env=ENV, capture_output=True, text=True, timeout=300)
+                      env=ENV, capture_output=True, text=True, timeout=300)
 
 
 def failing_check(folder: Path) -> None:

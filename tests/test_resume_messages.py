@@ -15,6 +15,7 @@ import pytest
 
 from ckam_bench.engine import store
 from tests.legacy_plugin import PlainRandomWalk
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,8 +140,8 @@ def test_ctrl_c_in_a_sweep_prints_the_sweep_command_that_finishes_it(tmp_path):
     assert command[:2] == ["ckam-bench", "-m"] and f"hydra.sweep.dir={sweep}" in command
     assert "seed=0,1" in command and not any(a.startswith("hydra.run.dir") for a in command)
     assert not (sweep / "1_slow_rw_gauss2d_corr_s1").exists()  # never started
-    again = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *command[1:]],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *command[1:]],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "resuming from checkpoint" in again.stderr
     for job in (first, sweep / "1_slow_rw_gauss2d_corr_s1"):

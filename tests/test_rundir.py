@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from ckam_bench.engine import rundir, store
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
@@ -28,8 +29,8 @@ DET = [*RW, "budget.seconds=60", "budget.max_iterations=40000", "checkpoint.on=i
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=300)
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
+                      capture_output=True, text=True, timeout=300)
 
 
 def tree(folder: Path) -> dict:
@@ -152,8 +153,8 @@ def _interrupted(tmp_path, name="run", n=12000):
         sys.argv = ["ckam-bench", *{DET!r}, "hydra.run.dir={run}"]
         cli.main()
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=ENV,
-                          capture_output=True, text=True, timeout=300)
+    proc = clirun.run([sys.executable, "-c", script], cwd=tmp_path, env=ENV,
+                      capture_output=True, text=True, timeout=300)
     assert proc.returncode == 130, proc.stderr
     assert (run / store.RESUME).exists() and (run / rundir.RESUME_PREV).exists()
     return run
@@ -178,8 +179,8 @@ def _signalled_at(tmp_path, n: int, name="signalled"):
         sys.argv = ["ckam-bench", *{DET!r}, "hydra.run.dir={run}"]
         cli.main()
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=ENV,
-                          capture_output=True, text=True, timeout=300)
+    proc = clirun.run([sys.executable, "-c", script], cwd=tmp_path, env=ENV,
+                      capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0, proc.stderr
     assert json.loads((run / store.STATUS).read_text())["totals"]["iterations"] == n
     return run
@@ -336,8 +337,8 @@ def _kill_at_writes(tmp_path, writes):
     for k in writes:
         run = tmp_path / f"k{k}"
         args = [*DET, f"hydra.run.dir={run}"]
-        proc = subprocess.run([sys.executable, "-c", KILL_AT_WRITE, str(k), *args], cwd=tmp_path,
-                              env=ENV, capture_output=True, text=True, timeout=300)
+        proc = clirun.run([sys.executable, "-c", KILL_AT_WRITE, str(k), *args], cwd=tmp_path,
+                          env=ENV, capture_output=True, text=True, timeout=300)
         assert proc.returncode in (0, 9), proc.stderr
         for name in (store.TRACE, store.SAMPLES, store.DIAGNOSTICS):  # all readable
             if (run / name).exists():

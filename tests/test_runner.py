@@ -14,6 +14,7 @@ from ckam_bench.engine.budget import SamplerClock, Schedule
 from ckam_bench.engine.runner import Budget, Runner, checkpoint_times
 from ckam_bench.samplers.base import Block, Sampler
 from ckam_bench.targets.base import Target
+from tests import clirun
 
 
 class StdNormal(Target):
@@ -239,10 +240,10 @@ def _cli_trace(tmp_path, name, *overrides):
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=gmm2d", "progress=false",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "target=gmm2d", "progress=false",
                            f"hydra.run.dir={out}", *overrides], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300,
-                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+                      text=True, timeout=300,
+                      env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert proc.returncode == 0, proc.stderr
     return pd.read_parquet(out / store.TRACE), json.loads((out / store.STATUS).read_text())
 

@@ -4,7 +4,6 @@ acceptance ratio fails, and a re-run resumes."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ckam_bench.checks import sbc  # noqa: E402
 from ckam_bench.checks.sbc_progress import SweepProgress  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
 from ckam_bench.commands.validate import ConfigError  # noqa: E402
+from tests import clirun
 
 TESTS = Path(__file__).resolve().parent
 MODELS = TESTS / "pymc_models.py"
@@ -78,8 +78,8 @@ def sbc_command(*args, cwd, pythonpath=None):
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=3000, env=env)
+    return clirun.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
+                      capture_output=True, text=True, timeout=3000, env=env)
 
 
 def test_arviz_daily_warning_never_breaks_a_one_line_error(tmp_path, tmp_path_factory, monkeypatch):

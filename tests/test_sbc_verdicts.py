@@ -22,6 +22,7 @@ from ckam_bench.checks import sbc
 from ckam_bench.engine import rundir  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
 from ckam_bench.commands.validate import ConfigError  # noqa: E402
+from tests import clirun
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -32,8 +33,8 @@ L, BINS, ALPHA = 99, 10, 0.01
 
 def sbc_command(*args, cwd, **kw):
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=3000, env=env, **kw)
+    return clirun.run([sys.executable, "-m", "ckam_bench.checks.sbc", *args], cwd=cwd,
+                      capture_output=True, text=True, timeout=3000, env=env, **kw)
 
 
 def one_line_exit_2_nothing_created(proc, cwd, starts):
@@ -237,9 +238,9 @@ def test_power_matches_explicit_draws_and_has_its_size():
 
 
 def test_power_script_reproduces_its_table(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sbc_power.py"), "--replicates",
+    proc = clirun.run([sys.executable, str(ROOT / "scripts" / "sbc_power.py"), "--replicates",
                            "200", "--simulations", "60", "200"], capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)
+                      timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "N =    60:" in proc.stdout and "N =   200:" in proc.stdout and list(tmp_path.iterdir()) == []
 
@@ -281,13 +282,13 @@ def test_an_entry_point_plugins_sampler_is_found(tmp_path):
     work.mkdir()
     env = {**os.environ, "HYDRA_FULL_ERROR": "0",
            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrw", "target=pymc",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrw", "target=pymc",
                            f"target.model={MODELS}:normal_mean", "sbc.bins=7"], cwd=work,
-                          capture_output=True, text=True, timeout=600, env=env)
+                      capture_output=True, text=True, timeout=600, env=env)
     one_line_exit_2_nothing_created(proc, work, "invalid configuration: sbc.bins")
-    typo = subprocess.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrww", "target=pymc",
+    typo = clirun.run([sys.executable, "-m", "ckam_bench.checks.sbc", "sampler=plugrww", "target=pymc",
                            f"target.model={MODELS}:normal_mean"], cwd=work,
-                          capture_output=True, text=True, timeout=600, env=env)
+                      capture_output=True, text=True, timeout=600, env=env)
     one_line_exit_2_nothing_created(typo, work, "invalid configuration: unknown sampler 'plugrww' — did you "
                                                "mean 'plugrw'?")
 

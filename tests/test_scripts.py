@@ -2,10 +2,10 @@
 and a missing installation end with a clear message and exit 2, before anything is created."""
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from tests import clirun
 
 SCRIPTS = sorted((Path(__file__).resolve().parents[1] / "scripts").glob("reproduce_*_paper.sh"))
 EXTRA = {"reproduce_gradient_paper.sh": ["--only", "gad_neal"], "reproduce_kamh_paper.sh": ["--glass"]}
@@ -15,8 +15,8 @@ def run(script, *args, cwd, path=None):
     env = dict(os.environ)
     if path is not None:
         env["PATH"] = path
-    return subprocess.run(["bash", str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return clirun.run(["bash", str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                      timeout=60)
 
 
 def test_there_are_four_scripts():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -19,6 +18,7 @@ from ckam_bench.checks.stationarity import check_stationarity, holm, mode_labels
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
 from tests.samplers.invariance import Tempered, assert_not_stationary, assert_stationary
+from tests import clirun
 
 
 class ExactDraws(Sampler):
@@ -96,7 +96,7 @@ def test_bad_arguments_name_their_key(kwargs, key):
 
 def _cli(tmp_path, *overrides):
     env = {**os.environ, "CKAM_BENCH_JIT": "0", "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
+    return clirun.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
                            *overrides], capture_output=True, text=True, cwd=tmp_path, env=env)
 
 
@@ -243,6 +243,6 @@ def _check_command(*overrides):
     stderr). Run in a test worker's own process after other tests, the check left pytest's
     capture closed, failing every later test of that worker."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
+    done = clirun.run([sys.executable, "-c", "from ckam_bench.checks.stationarity import main; main()",
                            *overrides], capture_output=True, text=True, cwd=root)
     return done.returncode, done.stdout, done.stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 import ckam_bench
 from ckam_bench.engine import rundir, store
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
@@ -32,8 +32,8 @@ def tree(folder: Path) -> dict:
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd,
-                          env=ENV, capture_output=True, text=True, timeout=300)
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd,
+                      env=ENV, capture_output=True, text=True, timeout=300)
 
 
 # ---------------------------------------------------------------------------- a data file

@@ -5,7 +5,6 @@ and ckam-bench-figures."""
 
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 
 from ckam_bench.commands.cli import build
 from ckam_bench.commands.validate import MAX_ROWS, ConfigError
+from tests import clirun
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = {"run_id": "t", "sampler": "s", "target": "t", "kernel": "k", "seed": 0}
@@ -104,9 +104,9 @@ def test_cli_exit_2_and_no_folder(tmp_path_factory, key, value):
         value = "-1"
     cwd = tmp_path_factory.mktemp("cli")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=rw", f"{key}={value}",
+    proc = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=rw", f"{key}={value}",
                            f"hydra.run.dir={cwd}/run"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+                      text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert list(cwd.iterdir()) == []

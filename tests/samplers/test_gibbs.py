@@ -20,6 +20,7 @@ from ckam_bench.samplers.gibbs import HorseshoeGibbs, auxiliaries_given, draw_ra
 from ckam_bench.targets.gaussians import gauss2d_corr
 from ckam_bench.targets.horseshoe import Horseshoe
 from tests.samplers.invariance import loop  # noqa: F401  (fixture)
+from tests import clirun
 
 
 def _prior_draws(rng, k, p):
@@ -111,7 +112,7 @@ def _cli(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], capture_output=True, text=True)
+    return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], capture_output=True, text=True)
 
 
 def test_gibbs_declines_other_targets_from_the_cli(tmp_path):

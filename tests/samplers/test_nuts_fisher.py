@@ -18,6 +18,7 @@ from ckam_bench.samplers.nuts_adaptation import AdaptedNUTS, nutpie_switches
 from ckam_bench.targets.base import Target
 from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr, gp51, neal100
 from tests.samplers.invariance import assert_stationary, check_moments, run_chains
+from tests import clirun
 
 CONFIGS = ("nuts_fisher", "nuts_fisher_stan", "nuts_stan_nutpie", "nuts_lowrank")
 
@@ -465,10 +466,10 @@ def test_low_rank_warm_up_moves_on_earn_height_seed_3(tmp_path):
     import subprocess
 
     run = tmp_path / "run"
-    proc = subprocess.run(["ckam-bench", "experiment=posteriordb",
+    proc = clirun.run(["ckam-bench", "experiment=posteriordb",
                            "target.model=ckam_bench.posteriordb.models:earn_height", "sampler=nuts_lowrank",
                            "seed=3", "budget.max_grad=3000", "budget.max_density=3000", f"hydra.run.dir={run}"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+                      capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     status = json.loads((run / "status.json").read_text())
     assert status["flags"] == [] and status["totals"]["iterations"] < 2000, status["flag_notes"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
 from ckam_bench.targets.logistic import LogisticRegression
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
 from tests.samplers.invariance import assert_stationary
+from tests import clirun
 
 jax = pytest.importorskip("jax")  # the optional extra; CI installs it (.ci/run), so this never skips there
 
@@ -90,8 +90,8 @@ def test_a_pymc_models_jax_density_leaves_jax_one_cpu_device():
     not: with 100 devices a JAX peer's compiled loop hops between ~200 threads and its CPU time
     per gradient varies 1-7x from run to run of the same executable."""
     pytest.importorskip("pymc")
-    proc = subprocess.run([sys.executable, "-c", JAX_DEVICES], capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).parents[2])
+    proc = clirun.run([sys.executable, "-c", JAX_DEVICES], capture_output=True, text=True,
+                      timeout=300, cwd=Path(__file__).parents[2])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["1", "None"], proc.stdout
 
@@ -321,8 +321,8 @@ def test_first_run_in_a_process_costs_what_a_second_run_costs(name):
     """Imports and compilation happen in the untimed warm_up: the first run in a fresh process
     reaches its first checkpoint at the sampler CPU time of a second run (importing nutpie on
     the clock cost 1.4 CPU-s)."""
-    proc = subprocess.run([sys.executable, "-c", FIRST_RUN, name], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = clirun.run([sys.executable, "-c", FIRST_RUN, name], capture_output=True, text=True,
+                      timeout=600, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.returncode == 0, proc.stderr
     first, second = json.loads(proc.stdout.strip().splitlines()[-1])
     assert first < second + 0.4, (first, second)
@@ -416,8 +416,8 @@ def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
     script = (f"import sys; sys.modules[{module!r}] = None; "
               f"sys.argv = ['ckam-bench', 'sampler={name}', 'target=gauss2d_corr', 'hydra.run.dir={run}']; "
               f"from ckam_bench.commands.cli import main; main()")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=300)
+    proc = clirun.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                      env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=300)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and 'pip install "ckam-bench[peers]"' in lines[0], proc.stderr
@@ -427,9 +427,9 @@ def test_missing_extra_is_one_line_and_exit_2(name, module, tmp_path):
 @pytest.mark.slow  # JAX compilation and runs of a few seconds each
 def test_cli_run_records_library_versions(tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.run(["ckam-bench", "sampler=blackjax_nuts", "target=gauss2d_corr", "budget.seconds=1",
+    proc = clirun.run(["ckam-bench", "sampler=blackjax_nuts", "target=gauss2d_corr", "budget.seconds=1",
                            "sampler.burn_in=100", f"hydra.run.dir={run}"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=600)
+                      cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     status = json.loads((run / "status.json").read_text())
     assert status["sampler_info"]["library"].startswith("blackjax ")
@@ -482,9 +482,9 @@ def test_jax_programs_are_cached_on_disk_unless_the_user_chose_a_cache():
     code = ("from ckam_bench.samplers.peers import _jax; "
             "print(_jax().config.jax_compilation_cache_dir)")
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-    ours = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**env, "CKAM_BENCH_COMPILED_CACHE": "/tmp/ckam-cache-test"})
+    ours = clirun.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                      env={**env, "CKAM_BENCH_COMPILED_CACHE": "/tmp/ckam-cache-test"})
     assert ours.stdout.split()[-1] == "/tmp/ckam-cache-test/jax"
-    theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env={**env, "JAX_COMPILATION_CACHE_DIR": "/tmp/their-jax-cache"})
+    theirs = clirun.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                        env={**env, "JAX_COMPILATION_CACHE_DIR": "/tmp/their-jax-cache"})
     assert theirs.stdout.split()[-1] == "/tmp/their-jax-cache"
