@@ -240,12 +240,12 @@ def test_rerun_skips_complete_and_refuses_other_config(tmp_path):
 
 def test_a_busy_folder_is_never_shared(tmp_path):
     out = tmp_path / "shared"
-    first = start("sampler=rw", "budget.seconds=8", f"hydra.run.dir={out}", cwd=tmp_path)
+    first = start("sampler=rw", "budget.seconds=4", f"hydra.run.dir={out}", cwd=tmp_path)
     for _ in range(100):
         if (out / store.STATUS).exists():
             break
         time.sleep(0.1)
-    second = ckam_bench("sampler=rw", "budget.seconds=8", f"hydra.run.dir={out}", cwd=tmp_path)
+    second = ckam_bench("sampler=rw", "budget.seconds=4", f"hydra.run.dir={out}", cwd=tmp_path)
     assert second.returncode == 0 and "in use by another process" in second.stderr
     assert first.wait(timeout=120) == 0
     assert json.loads((out / store.STATUS).read_text())["state"] == "complete"
