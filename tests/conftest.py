@@ -7,11 +7,20 @@ and their count appear in pytest's summary, so a cut run is never mistaken for a
 """
 
 import os
+import sys
 import time
 
 import pytest
 
 _START = time.monotonic()
+
+# Bytecode caches. The suite imports ~300 modules that pytest rewrites (its assertion rewriter)
+# and starts ~200 command processes that import the package; with PYTHONDONTWRITEBYTECODE set
+# (as on the CI image) every one of them compiles from source each time: ~9 s of each worker's
+# collection, ~0.3 s of each command. The test session writes the caches (git-ignored
+# __pycache__/ folders) for itself and for the commands it starts.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_runtest_setup(item):
