@@ -5,7 +5,7 @@ A command-line test runs ``ckam-bench …`` (or another console script of the pa
 error, the files left on disk are what a user gets. Most of such a process is the ~1.2 s of
 importing numpy, pandas, numba, Hydra and the package before the command's first line. Here a
 *zygote* — an interpreter started once per test worker and environment, with the command-line
-module already imported — forks a child per command: the child sets the command's environment,
+module, scipy.stats and PyMC already imported (:data:`PRELOAD`) — forks a child per command: the child sets the command's environment,
 working folder, ``sys.argv`` and ``sys.path[0]`` as the interpreter would, points its standard
 streams at files, runs the entry point, runs the ``atexit`` handlers and exits with the code
 the interpreter would give (``SystemExit``'s code; 1 and the traceback on stderr for an
@@ -22,7 +22,9 @@ Used only where that is exact; anything else is handed to :func:`subprocess.run`
   ``NUMBA_*``, ``OPENBLAS_NUM_THREADS`` or ``PYTHONPATH`` act as in a new process;
 * a zygote whose imports printed anything (a warning a real process would print every time).
 
-``CKAM_BENCH_TEST_FORK=0`` turns it off (every command a new interpreter).
+``CKAM_BENCH_TEST_FORK=0`` turns it off (every command a new interpreter);
+``CKAM_BENCH_TEST_FORK_LOG=<file>`` appends a line per command saying how it ran (``fork``;
+``nozyg``: no zygote for its environment; ``plain``: not a command of the package).
 """
 
 from __future__ import annotations
