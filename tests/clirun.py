@@ -30,6 +30,7 @@ Used only where that is exact; anything else is handed to :func:`subprocess.run`
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -53,6 +54,7 @@ _SEEN: dict[tuple, int] = {}
 _KWARGS = {"cwd", "env", "timeout", "capture_output", "text", "check"}
 
 
+@functools.lru_cache(maxsize=1)
 def _console_scripts() -> dict[str, str]:
     from importlib.metadata import entry_points
 

@@ -70,7 +70,6 @@ def test_reproduce_divergence_script_with_one_seed(tmp_path):
     on the horseshoe, the exact Gibbs sampler included), the four tables with a row per sampler,
     Table 4 scored against the shipped horseshoe reference, and the figures."""
     import os
-    import subprocess
     import sys
     from pathlib import Path
 

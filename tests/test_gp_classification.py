@@ -174,7 +174,6 @@ def test_samplers_never_reestimate_the_current_state(glass, name):
 
 
 def test_gradient_sampler_declines_gp_glass_from_the_cli(tmp_path):
-    import subprocess
     import sys
 
     out = clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", "sampler=mala", "target=gp_glass",

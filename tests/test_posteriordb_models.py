@@ -432,7 +432,6 @@ def test_suite_sweep_end_to_end(tmp_path):
     posterior on any machine (NUTS's 500 warm-up iterations did not fit in it on 8 of them)."""
     import json
     import os
-    import subprocess
     import sys
 
     from ckam_bench.report.aggregate import load_results

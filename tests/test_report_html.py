@@ -143,7 +143,6 @@ def test_sweep_on_a_user_target_gives_generic_figures_ranking_and_html(tmp_path)
     """A user's own target (one class + one YAML on Hydra's search path), three samplers x
     three seeds: the sweep prints its report and ranking; the figures command alone gives
     the generic figures and an HTML report that Chromium shows completely."""
-    import subprocess
     import sys
 
     from playwright.sync_api import sync_playwright

@@ -234,7 +234,6 @@ def test_failure_marks_status_failed(tmp_path):
 
 
 def _cli_trace(tmp_path, name, *overrides):
-    import subprocess
     import sys
     from pathlib import Path
 

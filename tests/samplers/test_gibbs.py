@@ -109,7 +109,6 @@ def test_gibbs_declines_targets_without_regression_statistics():
 
 
 def _cli(*args):
-    import subprocess
     import sys
 
     return clirun.run([sys.executable, "-m", "ckam_bench.commands.cli", *args], capture_output=True, text=True)

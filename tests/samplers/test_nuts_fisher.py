@@ -463,7 +463,6 @@ def test_low_rank_warm_up_moves_on_earn_height_seed_3(tmp_path):
     the chain never moved. With the bound √λmax(C_x) it moves and nothing is flagged."""
     pytest.importorskip("pymc")  # the pymc extra; CI installs it
     import json
-    import subprocess
 
     run = tmp_path / "run"
     proc = clirun.run(["ckam-bench", "experiment=posteriordb",

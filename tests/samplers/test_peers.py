@@ -476,7 +476,6 @@ def test_a_sweep_releases_what_jax_compiled_for_finished_runs():
 def test_jax_programs_are_cached_on_disk_unless_the_user_chose_a_cache():
     """The JAX peers compile through JAX's persistent cache in ckam-bench's compiled cache; a
     cache folder the user set for JAX (JAX_COMPILATION_CACHE_DIR) is kept."""
-    import subprocess
     import sys
 
     code = ("from ckam_bench.samplers.peers import _jax; "
