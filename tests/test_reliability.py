@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_module
 from ckam_bench.engine import rundir, store
 from ckam_bench.commands.cli import build
 from ckam_bench.commands.validate import ConfigError
-from tests import clirun
+from tests import clirun, procs
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
@@ -279,31 +279,6 @@ def _interrupted_run(out):
     return out / store.RESUME
 
 
-def _children(pid: int) -> set[int]:
-    """Every descendant process of ``pid`` (from /proc)."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                parents[int(entry.name)] = int(fields[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, pp in parents.items() if pp in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow  # a joblib sweep killed twice: while its workers start and while they run
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 @pytest.mark.parametrize("when", ["starting", "running"])
@@ -319,7 +294,7 @@ def test_joblib_workers_end_when_the_sweep_is_killed(tmp_path, when):
     workers: set[int] = set()
     deadline = time.time() + 240
     while time.time() < deadline:  # until both workers exist (and, for "running", sample)
-        workers = _children(proc.pid)
+        workers = procs.descendants(proc.pid)
         started = len(list(sweep.glob("*/" + store.STATUS))) >= 2 if sweep.exists() else False
         if len(workers) >= 2 and (when == "starting" or started):
             break
@@ -328,9 +303,9 @@ def test_joblib_workers_end_when_the_sweep_is_killed(tmp_path, when):
     proc.kill()
     proc.wait()
     deadline = time.time() + 120
-    while time.time() < deadline and any(_alive(p) for p in workers):
+    while time.time() < deadline and any(procs.alive(p) for p in workers):
         time.sleep(0.5)
-    left = [p for p in workers if _alive(p)]
+    left = [p for p in workers if procs.alive(p)]
     for pid in left:  # do not leave them running if the test fails
         os.kill(pid, signal.SIGKILL)
     assert not left, f"worker processes {left} outlived the sweep"

@@ -22,7 +22,7 @@ from ckam_bench.checks import sbc
 from ckam_bench.engine import rundir  # noqa: E402
 from ckam_bench.targets.pymc import PyMCModel  # noqa: E402
 from ckam_bench.commands.validate import ConfigError  # noqa: E402
-from tests import clirun
+from tests import clirun, procs
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -356,37 +356,6 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    """Whether any thread of ``pid`` lives. A process in exit shows its main thread as a zombie
-    while other threads still run down, holding its files (and their locks) until the last ends."""
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    for task in tasks:
-        try:
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if state not in ("Z", "X"):
-            return True
-    return False
-
-
-def _session(sid: int) -> list[int]:
-    """Live processes of session ``sid``: the sweep (its own session) and any joblib worker,
-    which outlives it by its final checkpoint (the watchdog of ckam_bench.commands.sweeps)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        try:
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split() if proc.name.isdigit() else []
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if len(fields) > 3 and fields[3] == str(sid) and _alive(int(proc.name)):
-            out.append(int(proc.name))
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_checkpoints_and_prints_the_resume_command(tmp_path):
@@ -398,7 +367,7 @@ def test_ctrl_c_checkpoints_and_prints_the_resume_command(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     last = err.strip().splitlines()[-1]
     assert last == f"ckam-bench-sbc: interrupted; resume with: {sbc.resume_command(LONG, folder)}"
-    assert not any(_session(p) for p in sweep)
+    assert not any(procs.session(p) for p in sweep)
     status = json.loads((folder / "runs" / "sim_0" / "status.json").read_text())
     assert status["state"] == "interrupted"
 
@@ -412,9 +381,9 @@ def test_sigkill_takes_the_sweep_down_and_a_running_simulation_is_never_counted(
     proc.kill()
     proc.communicate()
     deadline = time.time() + 180  # a worker's final checkpoint: GRACE (60 s) at most
-    while any(_session(p) for p in sweep) and time.time() < deadline:
+    while any(procs.session(p) for p in sweep) and time.time() < deadline:
         time.sleep(0.5)
-    assert not any(_session(p) for p in sweep), "the sweep or its workers outlived their SBC"
+    assert not any(procs.session(p) for p in sweep), "the sweep or its workers outlived their SBC"
     # a re-run while sim_0 is held by a live process (a run elsewhere): never counted
     held = rundir.FolderLock(folder / "runs" / "sim_0").acquire()
     try:
