@@ -5,7 +5,8 @@ A command-line test runs ``ckam-bench …`` (or another console script of the pa
 error, the files left on disk are what a user gets. Most of such a process is the ~1.2 s of
 importing numpy, pandas, numba, Hydra and the package before the command's first line. Here a
 *zygote* — an interpreter started once per test worker and environment, with the command-line
-module, scipy.stats and PyMC already imported (:data:`PRELOAD`) — forks a child per command: the child sets the command's environment,
+module, scipy.stats and PyMC already imported (:data:`PRELOAD`) and the default config
+composed once — forks a child per command: the child sets the command's environment,
 working folder, ``sys.argv`` and ``sys.path[0]`` as the interpreter would, points its standard
 streams at files, runs the entry point, runs the ``atexit`` handlers and exits with the code
 the interpreter would give (``SystemExit``'s code; 1 and the traceback on stderr for an
@@ -20,10 +21,12 @@ Used only where that is exact; anything else is handed to :func:`subprocess.run`
   variable except :data:`RUNTIME` and ``CKAM_BENCH_*``, which the package reads only when a
   command runs): a new zygote is started for it (:data:`MAX_ZYGOTES` per worker), so
   ``NUMBA_*``, ``OPENBLAS_NUM_THREADS`` or ``PYTHONPATH`` act as in a new process;
+* a ``PYTHONPATH`` entry holding a ``sitecustomize`` or Hydra plugins (``hydra_plugins``), or
+  a module the zygote imported from elsewhere;
 * a zygote whose imports printed anything (a warning a real process would print every time).
 
 ``CKAM_BENCH_TEST_FORK=0`` turns it off (every command a new interpreter);
-``CKAM_BENCH_TEST_FORK_LOG=<file>`` appends a line per command saying how it ran (``fork``;
+``CKAM_BENCH_TEST_FORK_LOG=<file>`` appends a line per command saying how it ran and its seconds (``fork``;
 ``nozyg``: no zygote for its environment; ``plain``: not a command of the package).
 """
 
@@ -47,8 +50,8 @@ IMPORT_TIME_CKAM = frozenset({"CKAM_BENCH_COMPILED_CACHE"})
 MAX_ZYGOTES = 6
 PRELOAD = ("ckam_bench.commands.cli", "scipy.stats")
 """Imported by the zygote (with ``pymc`` when installed): the command line, and what most
-commands import next. Importing is all: no config composed, no plugin looked up, nothing cached
-that a command reads."""
+commands import next. Then it composes the default config once (:func:`_warm_hydra`); nothing a
+command reads is cached but Hydra's plugin registry."""
 _ZYGOTES: dict[tuple, "_Zygote | None"] = {}
 _SEEN: dict[tuple, int] = {}
 _KWARGS = {"cwd", "env", "timeout", "capture_output", "text", "check"}
@@ -105,6 +108,8 @@ def _shadows(entries: list[str], loaded: dict[str, str | None]) -> bool:
         except OSError:
             continue
         if names & {"sitecustomize", "usercustomize"}:  # run at an interpreter's start only
+            return True
+        if "hydra_plugins" in names:  # the zygote's Hydra plugin registry lacks its plugins
             return True
         for name in names & loaded.keys():
             where = loaded[name]
@@ -191,14 +196,18 @@ def run(args, **kwargs) -> subprocess.CompletedProcess:
         else _plan(args, env)
     cwd = os.path.abspath(kwargs.get("cwd") or os.getcwd())
     zygote = _zygote(env, cwd) if plan is not None else None
-    if os.environ.get("CKAM_BENCH_TEST_FORK_LOG"):
-        with open(os.environ["CKAM_BENCH_TEST_FORK_LOG"], "a") as fh:
-            fh.write(f"{'fork' if zygote else ('nozyg' if plan else 'plain')}\t{len(_ZYGOTES)}\t"
-                     f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\t{str(args)[:150]}\n")
-    if zygote is None:
-        return subprocess.run(args, **kwargs)
+    start = time.perf_counter()
+    try:
+        if zygote is None:
+            return subprocess.run(args, **kwargs)
+        rc, out, err = zygote.run(plan, cwd, env, kwargs.get("timeout"))
+    finally:
+        if os.environ.get("CKAM_BENCH_TEST_FORK_LOG"):
+            with open(os.environ["CKAM_BENCH_TEST_FORK_LOG"], "a") as fh:
+                fh.write(f"{'fork' if zygote else ('nozyg' if plan else 'plain')}\t"
+                         f"{len(_ZYGOTES)}\t{time.perf_counter() - start:.3f}\t"
+                         f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\t{str(args)[:150]}\n")
     timeout = kwargs.get("timeout")
-    rc, out, err = zygote.run(plan, cwd, env, timeout)
     if kwargs.get("text"):
         out, err = out.decode(errors="replace"), err.decode(errors="replace")
     if rc is None:
@@ -271,6 +280,21 @@ def _child(request: dict) -> None:
         os._exit(code & 0xFF)
 
 
+def _warm_hydra() -> None:
+    """Compose the default config once, as every command does first (0.3 s of each command):
+    what stays is Hydra's plugin registry, found from the installed packages as a new
+    interpreter finds it (a ``PYTHONPATH`` entry holding ``hydra_plugins`` gets a new
+    interpreter, :func:`_shadows`), the launcher config the package registers, and the modules
+    composing imports; the plugin module's once-per-process notes are forgotten."""
+    from hydra import compose, initialize_config_module
+
+    from ckam_bench.commands import plugins
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        compose("config")
+    plugins._noted.clear()
+
+
 def serve() -> None:
     """The zygote: import the command line, then fork a child per request line on stdin."""
     import importlib
@@ -284,6 +308,7 @@ def serve() -> None:
         import pymc  # noqa: F401 - the [pymc] extra: 1.4 s of every PyMC command
     except ImportError:
         pass
+    _warm_hydra()
     loaded = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())
               if "." not in name and module is not None}
     reply.write(json.dumps({"loaded": loaded}).encode() + b"\n")
