@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckam_bench.commands.cli import build
 from ckam_bench.commands.validate import MAX_ROWS, ConfigError
 from tests import clirun
+from tests.composing import compose_with
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = {"run_id": "t", "sampler": "s", "target": "t", "kernel": "k", "seed": 0}
@@ -49,9 +49,7 @@ def _fmt(value) -> str:
 
 
 def _build(override: str):
-    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
-        cfg = compose("config", overrides=["sampler=rw", "target=gmm2d", "progress=false",
-                                           override])
+    cfg = compose_with("config", ["sampler=rw", "target=gmm2d"], "progress=false", override)
     return build(cfg, LABELS, "unused")
 
 
@@ -141,13 +139,8 @@ COMPOSED = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def _compose(name, overrides):
-    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
-        return compose(name, overrides=overrides)
-
-
 def _check_named(override: str, key: str) -> None:
-    cfg = _compose("check", ["sampler=rw", "target=gauss2d_corr", override])
+    cfg = compose_with("check", ["sampler=rw", "target=gauss2d_corr"], override)
     with pytest.raises(ConfigError) as err:
         check_config(cfg)
         raise AssertionError(f"{override} accepted")
@@ -202,7 +195,7 @@ REFERENCE_KEYS = {
 @given(data=st.data(), key=st.sampled_from(sorted(REFERENCE_KEYS)))
 def test_reference_keys_name_their_key(data, key):
     value = data.draw(REFERENCE_KEYS[key])
-    cfg = _compose("reference", ["target=gauss2d_corr", f"{key}={_fmt(value)}"])
+    cfg = compose_with("reference", ["target=gauss2d_corr"], f"{key}={_fmt(value)}")
     with pytest.raises(ConfigError) as err:
         reference.validate_config(cfg)
         raise AssertionError(f"{key}={value} accepted")
@@ -235,3 +228,20 @@ def test_figures_options_name_their_key(data, option):
         figures_cli.parser().parse_args(["runs", "--out", "out", option, value])
     err = buffer.getvalue()
     assert exc.value.code == 2 and len(err.splitlines()) == 1 and option in err, err
+
+
+@pytest.mark.parametrize("name,choices,value", [
+    ("config", ["sampler=rw", "target=gmm2d"], "budget.seconds=nan"),
+    ("config", ["sampler=rw", "target=gmm2d"], "seed=99999999999999999999999"),
+    ("config", ["sampler=rw", "target=gmm2d"], "sampler.step_size=abc"),
+    ("check", ["sampler=rw", "target=gauss2d_corr"], "check.times=[3,2,1e309]"),
+    ("reference", ["target=gauss2d_corr"], "chains=-1"),
+])
+def test_compose_with_is_compose(name, choices, value):
+    """The helper these properties use gives what Hydra's compose gives for the same overrides."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    with initialize_config_module("ckam_bench.conf", version_base="1.3"):
+        composed = compose(name, overrides=[*choices, value])
+    assert OmegaConf.to_yaml(compose_with(name, choices, value)) == OmegaConf.to_yaml(composed)
