@@ -35,6 +35,7 @@ def sweep(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # a four-job PyMC sweep (15 s)
 def test_suite_tables_match_the_traces(sweep):
     proc = clirun.run([sys.executable, str(ROOT / "scripts" / "bench_peers.py"), "--suite", str(sweep)],
                       capture_output=True, text=True, timeout=300)

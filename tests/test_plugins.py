@@ -56,6 +56,23 @@ def test_entry_points_become_search_path_entries(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == ""  # the documented group: no note
 
 
+def test_a_plugin_installed_while_the_process_runs_is_seen(tmp_path, monkeypatch):
+    """The entry points are read once per state of the path: a distribution installed into a
+    folder already on it (its modification time changes) is found at the next composition."""
+    from ckam_bench.commands import plugins
+
+    fake_dist(tmp_path, "ckb_early", "[ckam_bench.plugins]\nearly = early_pkg.conf\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "pkg://early_pkg.conf" in plugins.search_path()
+    reads = []
+    real = plugins.metadata.entry_points
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda **kw: reads.append(kw) or real(**kw))
+    assert "pkg://late_pkg.conf" not in plugins.search_path() and reads == []  # nothing changed
+    fake_dist(tmp_path, "ckb_late", "[ckam_bench.plugins]\nlate = late_pkg.conf\n")
+    os.utime(tmp_path, ns=(1, os.stat(tmp_path).st_mtime_ns + 1))  # whatever the clock's grain
+    assert "pkg://late_pkg.conf" in plugins.search_path() and reads
+
+
 def test_the_interim_group_name_is_read_with_a_one_line_note_once(tmp_path, monkeypatch, capsys):
     """``ckam_bench.commands.plugins`` (the group's name after the module move) still works; the
     package gets one line naming the group to use, once per process however often Hydra

@@ -456,6 +456,7 @@ def test_reference_metric_invariance_and_stationarity(name):
     assert_stationary(_config(name, burn_in=200), target, n_chains=60, times=[200, 700], seed=5)
 
 
+@pytest.mark.slow  # a PyMC run from the command line: its model compiled in a new process (10 s)
 def test_low_rank_warm_up_moves_on_earn_height_seed_3(tmp_path):
     """A regression found by the seed-3 ablation: with an upper clipping bound √κmax/wmin
     (wmin, the smallest eigenvalue of a C_g spanning many decades, inaccurate) the first

@@ -450,6 +450,7 @@ def test_stationary_from_exact_draws(name, target_name):
     assert_stationary(make, target, n_chains=60, times=[300, 1300], seed=11)
 
 
+@pytest.mark.slow  # two JAX peers compiled for four targets (7 s)
 def test_a_sweep_releases_what_jax_compiled_for_finished_runs():
     """A sweep runs its jobs in one process; XLA keeps each executable in memory maps of its own,
     and a sweep of the JAX peers over the posteriordb suite reached the kernel's limit
