@@ -166,11 +166,13 @@ class _Zygote:
 
 def _zygote(env: dict, cwd: str) -> _Zygote | None:
     """The zygote for ``env``, started at the second command that needs it (a zygote costs one
-    command's imports, and more with PyMC); None: a new interpreter runs the command."""
+    command's imports, and more with PyMC), at the first for the tests' own environment, which
+    most commands use; None: a new interpreter runs the command."""
     key = _key(env)
     _SEEN[key] = _SEEN.get(key, 0) + 1
     if key not in _ZYGOTES:
-        if _SEEN[key] < 2 or sum(z is not None for z in _ZYGOTES.values()) >= MAX_ZYGOTES:
+        first = 1 if key == _key(dict(os.environ)) else 2  # the tests' own environment: many
+        if _SEEN[key] < first or sum(z is not None for z in _ZYGOTES.values()) >= MAX_ZYGOTES:
             return None
         try:
             _ZYGOTES[key] = _Zygote({k: v for k, v in env.items() if k != "PYTHONPATH"})
