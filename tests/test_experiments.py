@@ -453,3 +453,18 @@ def test_reproduce_script_quick(tmp_path):
     again = clirun.run(["bash", str(SCRIPT), "--quick", "--seeds", "1", "--out", str(out)],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and again.stdout.count("not run again") == 6
+
+
+def test_the_suite_sweep_uses_every_core_unless_told_otherwise():
+    """experiment=posteriordb runs its jobs in joblib workers, one per usable core (n_jobs -1),
+    each single-threaded; a launcher named on the command line wins (basic: one after another
+    in the sweep's process; slurm: grouped array jobs, unchanged)."""
+    pytest.importorskip("pymc")  # the suite's resolver lists PyMC models; CI installs the extra
+    suite = composed("experiment=posteriordb").hydra
+    assert suite.launcher._target_.endswith("JoblibLauncher") and suite.launcher.n_jobs == -1
+    assert composed("experiment=posteriordb").threads == 1
+    basic = composed("experiment=posteriordb", "hydra/launcher=basic").hydra.launcher
+    assert basic._target_.endswith("BasicLauncher")
+    slurm = composed("experiment=posteriordb", "hydra/launcher=slurm").hydra.launcher
+    assert "slurm" in slurm._target_.lower()
+    assert composed("experiment=paper_gmm2d").hydra.launcher._target_.endswith("BasicLauncher")
