@@ -1,0 +1,36 @@
+"""scripts/bench_run_cost.py: the cost breakdown of a run, cold and warm (issue 44 §2)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_run_cost.py"
+
+
+@pytest.mark.slow  # a new interpreter running two runs (5 s)
+def test_the_phases_add_up_to_the_total_and_the_warm_run_pays_no_imports_or_compile():
+    proc = subprocess.run([sys.executable, str(SCRIPT), "sampler=nuts", "target=gauss2d_corr",
+                           "budget.max_iterations=1500"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = {m[1].strip(): (float(m[2]), float(m[3]))
+            for m in re.finditer(r"^\| ([a-z ]+?)\s+\|\s+([\d.]+) \|\s+([\d.]+) \|$", proc.stdout, re.M)}
+    phases = ["imports", "config", "build", "model compile", "sampler compile", "sampling",
+              "metrics", "writes", "other"]
+    assert list(rows)[:len(phases)] == phases
+    for column in (0, 1):
+        assert abs(sum(rows[p][column] for p in phases) - rows["total"][column]) < 0.01
+        assert abs(rows["total"][column] - rows["sampling"][column] - rows["fixed cost"][column]) < 0.01
+        assert all(rows[p][column] >= 0 for p in phases)
+    assert rows["imports"][0] > 0 and rows["imports"][1] == 0  # the warm run: imported already
+    assert "states: complete, complete; gradients:" in proc.stdout
+
+
+@pytest.mark.slow  # a new interpreter (3 s)
+def test_a_failing_run_prints_its_error_and_exits_with_its_code(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "sampler=nope"], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown sampler 'nope'" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
