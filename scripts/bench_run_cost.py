@@ -6,10 +6,12 @@ compiled in this process), the second *warm* (what each further job of a sweep p
 process that has run one before: same model, another seed). Each phase is the process's CPU
 time (``time.process_time``: every thread) spent in it, exclusive of the phases nested in it:
 
-* ``imports``: the command line, scipy.stats and PyMC (when installed);
+* ``imports``: the command line's (what a run imports later, PyMC for a PyMC model, counts in
+  the phase that imports it);
 * ``config``: Hydra's compositions (the override check, the mode check, the run's) and the
   config's validation;
-* ``build``: the target and the sampler instantiated (a PyMC model loaded, its layout read);
+* ``build``: the target and the sampler instantiated (a PyMC model loaded, its layout read:
+  PyMC imported in the cold run);
 * ``model compile``: the target's compiled density (pytensor's functions and the numba
   wrappers of a PyMC model; a built-in target's cfunc);
 * ``sampler compile``: the rest of ``sampler.warm_up`` (the sampler's kernels);
@@ -70,11 +72,7 @@ def _child(argv: list[str], out: str) -> None:
     """In the new interpreter: import, run the command twice, write the breakdowns as JSON."""
     start = time.process_time()
     from ckam_bench.commands import cli
-    import scipy.stats  # noqa: F401 - what most runs import next
-    try:
-        import pymc  # noqa: F401
-    except ImportError:
-        pass
+
     imports = time.process_time() - start
 
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -88,6 +86,7 @@ def _child(argv: list[str], out: str) -> None:
     phases.wrap(ConfigLoaderImpl, "load_configuration", "config")
     phases.wrap(ConfigLoaderImpl, "load_sweep_config", "config")
     phases.wrap(cli, "check_config", "config")
+    phases.wrap(cli, "complete_target_dim", "build")  # a PyMC model's dimension: the model loaded
     phases.wrap(cli, "build", "build")
     built = cli.build
 
