@@ -404,6 +404,7 @@ def test_joblib_sweep_runs_every_job_and_renders(tmp_path):
     assert "| bimodal | ckam | matern | 2 | 0, 1 | complete 2 |" in md
 
 
+@pytest.mark.slow  # two new interpreters sweeping at once (6 s)
 def test_concurrent_sweeps_get_their_own_folders(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     args = [sys.executable, "-m", "ckam_bench.commands.cli", "-m", "experiment=paper_gmm2d", "sampler=rw",

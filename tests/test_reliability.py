@@ -238,6 +238,7 @@ def test_rerun_skips_complete_and_refuses_other_config(tmp_path):
     assert other.returncode == 2 and "different configuration" in other.stderr
 
 
+@pytest.mark.slow  # a second interpreter holding the folder for 4 s of sampling (10 s)
 def test_a_busy_folder_is_never_shared(tmp_path):
     out = tmp_path / "shared"
     first = start("sampler=rw", "budget.seconds=4", f"hydra.run.dir={out}", cwd=tmp_path)
