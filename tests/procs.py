@@ -44,3 +44,14 @@ def session(sid: int) -> list[int]:
     """The live processes of session ``sid`` (a process started with ``start_new_session`` and
     everything it started that stayed in its session, re-parented or not)."""
     return [p for p, f in _table().items() if len(f) > 3 and f[3] == str(sid) and alive(p)]
+
+
+def as_at_a_terminal() -> None:
+    """``preexec_fn`` of a command a test interrupts: its Ctrl-C as a terminal gives it (SIGINT's
+    default action, not blocked). A test worker may pass on another (a library it ran blocks or
+    ignores SIGINT in a thread while it starts a helper process), and a new interpreter then
+    never sees the test's SIGINT: on CI an SBC ran its three simulations to the end after one."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

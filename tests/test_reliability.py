@@ -29,7 +29,8 @@ def ckam_bench(*args, cwd, **kw):
 
 def start(*args, cwd):
     return subprocess.Popen([sys.executable, "-m", "ckam_bench.commands.cli", *args], cwd=cwd, env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=procs.as_at_a_terminal)
 
 
 def composed(*overrides):

@@ -15,7 +15,7 @@ import pytest
 
 from ckam_bench.engine import store
 from tests.legacy_plugin import PlainRandomWalk
-from tests import clirun
+from tests import clirun, procs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,8 @@ def _start(tmp_path, out, *overrides):
         "_target_: tests.test_resume_messages.NonResumableRW\nscale: 1.5\n")
     args = [sys.executable, "-m", "ckam_bench.commands.cli", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
             "progress=false", f"hydra.run.dir={out}", *overrides]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=procs.as_at_a_terminal)
 
 
 def _mtime(path: Path) -> int:

@@ -335,20 +335,11 @@ LONG = ["target=pymc", f"target.model={MODELS}:normal_mean", "sampler=rw", "samp
         "sbc.simulations=3"]
 
 
-def _as_at_a_terminal():
-    """The child's Ctrl-C as a terminal gives it: SIGINT's default action and not blocked. A
-    test worker may pass on another (a library it ran blocks or ignores SIGINT in a thread while
-    it starts a helper process), and a new interpreter then never sees the test's SIGINT: CI
-    once ran all three simulations to the end after it."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _start(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "ckam_bench.checks.sbc", *LONG], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "HYDRA_FULL_ERROR": "0"},
-                            preexec_fn=_as_at_a_terminal)
+                            preexec_fn=procs.as_at_a_terminal)
     deadline = time.time() + 600
     while time.time() < deadline:
         found = list((tmp_path / "outputs" / "sbc").glob("*/*/runs/sim_0/trace.parquet"))
