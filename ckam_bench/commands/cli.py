@@ -240,7 +240,7 @@ def summary(status: dict, out_dir: str, latest: dict) -> str:
 _COMPOSED = False  # set once Hydra has composed the config (see main)
 _CREATED: list[Path] = []  # folders this invocation's run or sweep folder will newly create
 _SWEEP: dict = {}  # the running sweep (main process): folder, token
-_JOBS_STARTED = [0]  # jobs started in this process (a sweep's launcher runs many in one)
+_JOBS_STARTED = 0  # jobs started in this process (a sweep's launcher runs many in one)
 SWEEP_TOKEN_ENV = "CKAM_BENCH_SWEEP_TOKEN"
 SWEEP_START_ENV = "CKAM_BENCH_SWEEP_START"
 SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"
@@ -420,20 +420,20 @@ def run_claimed(runner: Runner, folder: rundir.RunFolder, out_dir: Path) -> dict
 
 @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
-    global _COMPOSED
+    global _COMPOSED, _JOBS_STARTED
     _COMPOSED = True
-    if _JOBS_STARTED[0]:  # a sweep's earlier jobs in this process: their compiled JAX code
+    if _JOBS_STARTED:  # a sweep's earlier jobs in this process: their compiled JAX code
         from ckam_bench.samplers.peers import release_compiled
 
         release_compiled()  # a full garbage collection, paid from a second job on
-    if _JOBS_STARTED[0] < 2:
+    if _JOBS_STARTED < 2:
         # What the process holds at its first two jobs' start (the imports, then what the first
         # job left for the next: PyMC, a compiled model) stays: the garbage collector stops
         # traversing it (gc.freeze), so each later collection, the one above and those Python
         # starts during a run, costs ms rather than 0.15 s. Frozen twice at most: a later job's
         # leftovers are collected as usual.
         gc.freeze()
-    _JOBS_STARTED[0] += 1
+    _JOBS_STARTED += 1
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
