@@ -65,7 +65,7 @@ except ImportError:  # numba is optional: every sampler falls back to its Python
 
 __all__ = ["AVAILABLE", "source_digest", "ENV", "KERNEL_CALLS", "ran_compiled", "enabled", "compiled_log_density", "CompiledDensity", "bind_density",
            "kernel", "helper", "log_uniform", "cholesky_into", "compiled_log_density_and_grad", "compiled_hessian",
-           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled", "record_accept"]
+           "bind_density_and_grad", "gradient_kernel", "jitable", "as_pointer", "numpy_sum", "as_enabled", "record_accept", "keyed_cfunc"]
 
 AVAILABLE = numba is not None
 ENV = "CKAM_BENCH_JIT"
@@ -334,6 +334,64 @@ if AVAILABLE:
     for _locator in (PluginSourceLocator, PackageCacheLocator):  # PackageCacheLocator first
         if _locator not in _caching.CacheImpl._locator_classes:
             _caching.CacheImpl._locator_classes.insert(0, _locator)
+
+
+_KEYED: dict = {}
+"""Functions compiled by :func:`keyed_cfunc`: the plain function's id -> (function, key)."""
+
+if AVAILABLE:
+
+    class KeyedCacheLocator(_caching._CacheLocator):
+        """A C-callable compiled from generated source (:func:`keyed_cfunc`), cached in
+        :func:`compiled_cache_dir` ``/keyed`` under the key its caller gives: the SHA-256 of
+        every code the function can reach (for a PyMC model, pytensor's key of the compiled
+        graph, constants included, and the library versions). numba then loads it in any
+        process that builds the same key instead of compiling it again."""
+
+        def __init__(self, key):
+            self._key = key
+
+        def get_cache_path(self):
+            return str(compiled_cache_dir() / "keyed")
+
+        def get_source_stamp(self):
+            return self._key
+
+        def get_disambiguator(self):
+            return self._key[:32]
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            entry = _KEYED.get(id(py_func))
+            if entry is None or entry[0] is not py_func:
+                return None
+            self = cls(entry[1])
+            try:
+                self.ensure_cache_path()
+            except OSError:  # not writable: compiled in memory (keyed_cfunc)
+                return None
+            return self
+
+    _caching.CacheImpl._locator_classes.insert(0, KeyedCacheLocator)
+
+
+def keyed_cfunc(source: str, name: str, env: dict, signature, key: str | None):
+    """``numba.cfunc(signature)`` of the function ``name`` defined by ``source`` with the
+    globals ``env``, loaded from the disk cache when a function of the same ``key`` was
+    compiled before (:class:`KeyedCacheLocator`). ``key`` must change whenever anything the
+    function can reach changes (its source and every function in ``env``); None compiles it
+    in memory."""
+    namespace = {**env, "__name__": __name__}  # numba rebuilds a cached function's globals from it
+    exec(compile(source, f"<ckam-bench keyed {name}>", "exec"), namespace)
+    fn = namespace[name]
+    if key is None:
+        return numba.cfunc(signature)(fn)
+    key = hashlib.sha256(f"{key}\0{source}\0{signature}".encode()).hexdigest()
+    _KEYED[id(fn)] = (fn, key)
+    try:
+        return numba.cfunc(signature, cache=True)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available" (not writable)
+        return numba.cfunc(signature)(fn)
 
 
 def _njit(fn, **options):

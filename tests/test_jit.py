@@ -332,3 +332,40 @@ def test_the_package_kernels_are_stamped_with_the_package_source():
     assert locator.get_source_stamp() == jit.source_digest()
     assert pathlib.Path(locator.get_cache_path()).is_relative_to(jit.compiled_cache_dir())
     assert caching.CacheImpl._locator_classes.count(jit.PackageCacheLocator) == 1
+
+
+_KEYED = """
+import sys
+import numba
+from ckam_bench import jit
+
+FACTOR = float(sys.argv[1])
+inner = numba.njit(lambda v: v * FACTOR)
+source = '''
+def times(v):
+    return inner(v)
+'''
+c = jit.keyed_cfunc(source, "times", {"inner": inner}, numba.types.float64(numba.types.float64), sys.argv[2])
+print(c.cache_hits, c.ctypes(2.0))
+"""
+
+
+def test_a_keyed_cfunc_is_loaded_by_its_key(tmp_path):
+    """keyed_cfunc's disk cache answers to the key its caller gives (for a PyMC model, pytensor's
+    key of the graph): the same key loads the compiled function in a new process, another key
+    compiles its own. The key is the caller's promise that it names everything the function
+    reaches: here a changed callee under the same key would load the old code, which is why the
+    PyMC target's key is pytensor's key of the compiled graph."""
+    script = tmp_path / "keyed.py"
+    script.write_text(_KEYED)
+    env = {**os.environ, jit.COMPILED_CACHE_ENV: str(tmp_path / "cache")}
+
+    def run(factor, key):
+        done = subprocess.run([sys.executable, str(script), factor, key], capture_output=True,
+                              text=True, check=True, env=env, cwd=tmp_path)
+        hits, value = done.stdout.split()
+        return int(hits), float(value)
+
+    assert run("3", "a") == (0, 6.0)  # compiled
+    assert run("3", "a") == (1, 6.0)  # loaded
+    assert run("5", "b") == (0, 10.0)  # another key: compiled

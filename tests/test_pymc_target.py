@@ -5,6 +5,7 @@ missing extra, and the command end to end."""
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -334,3 +335,65 @@ def test_the_declining_samplers_are_exactly_those_the_sweep_leaves_out():
                 declined[name] = why
     assert set(declined) == set(DECLINE), declined
     assert all(DECLINE[name] in why for name, why in declined.items()), declined
+
+
+_LOAD_TWICE = """
+import subprocess
+import sys
+import numpy as np
+from ckam_bench import jit
+from ckam_bench.targets import pymc as P
+target = P.PyMCModel(sys.argv[1])
+f, g = jit.compiled_log_density(target), jit.compiled_log_density_and_grad(target)
+x = np.linspace(-0.5, 0.5, target.dim)
+out = np.empty(target.dim)
+(made,) = P._C_FUNCTIONS.values()
+print(made["c_logp"].cache_hits, made["c_both"].cache_hits, repr(f(x)), repr(g(x, out)), repr(out.sum()))
+"""
+
+_CONSTANT_MODELS = """
+import numpy as np
+import pymc as pm
+
+
+def _model(scale):
+    covariate = np.array([0.5, 1.0, 1.5, 2.0]) * scale  # a plain numpy constant of the graph
+    with pm.Model() as model:
+        b = pm.Normal("b")
+        s = pm.HalfNormal("s")
+        pm.Normal("y", b * covariate, s, observed=[0.4, 1.1, 1.4, 2.2])
+    return model
+
+
+def one():
+    return _model(1.0)
+
+
+def two():
+    return _model(2.0)
+"""
+
+
+def test_a_models_compiled_density_is_loaded_from_the_disk_cache_by_the_next_process(tmp_path):
+    """The C-callables around pytensor's code are compiled once per machine and loaded by every
+    later process (the few seconds of linking the graph's code again, issue 44 §2), keyed by
+    pytensor's key of the graph: a model differing only in a constant compiles its own, and the
+    loaded functions give the freshly compiled ones' values bit for bit."""
+    script = tmp_path / "load.py"
+    script.write_text(_LOAD_TWICE)
+    (tmp_path / "constants.py").write_text(_CONSTANT_MODELS)
+    env = {**os.environ, jit.COMPILED_CACHE_ENV: str(tmp_path / "cache")}
+
+    def run(model):
+        done = subprocess.run([sys.executable, str(script), model], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        hits_logp, hits_both, *values = done.stdout.split()
+        return (int(hits_logp), int(hits_both)), values
+
+    first = run(f"{tmp_path / 'constants.py'}:one")
+    assert first[0] == (0, 0)  # compiled
+    assert run(f"{tmp_path / 'constants.py'}:one") == ((1, 1), first[1])  # loaded, the same values
+    other = run(f"{tmp_path / 'constants.py'}:two")
+    assert other[0] == (0, 0) and other[1] != first[1]  # another constant: its own code
+    assert list((tmp_path / "cache").rglob("*.nbc"))

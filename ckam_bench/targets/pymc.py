@@ -329,25 +329,83 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
 
 
 if jit.AVAILABLE:
+    import ctypes
+
     import numba
+    from numba import types as _nt
+
+    _C_SIGNATURES = {"c_logp": _nt.float64(_nt.voidptr, _nt.intp, _nt.voidptr, _nt.intp),
+                     "c_both": _nt.float64(_nt.voidptr, _nt.intp, _nt.voidptr, _nt.intp, _nt.voidptr)}
+    _C_TYPES = {"c_logp": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_ssize_t,
+                                           ctypes.c_void_p, ctypes.c_ssize_t),
+                "c_both": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_ssize_t,
+                                           ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_void_p)}
+
+_C_SOURCE = {
+    "c_logp": """
+def c_logp(x_ptr, n, data_ptr, m):
+    return inner(carray(x_ptr, (n,), float64), carray(data_ptr, (m,), float64))[0][()]
+""",
+    "c_both": """
+def c_both(x_ptr, n, data_ptr, m, grad_ptr):
+    logp, grad = inner(carray(x_ptr, (n,), float64), carray(data_ptr, (m,), float64))
+    carray(grad_ptr, (n,), float64)[:] = grad
+    return logp[()]
+"""}
+_C_FUNCTIONS: dict = {}
 
 
-def _compile_wrappers(logp_fn, both_fn, buffer: np.ndarray):
-    """njit-ed ``f(x) -> log π(x)`` and ``f(x, grad_out) -> log π(x)`` calling pytensor's jitted
-    functions with the target's data buffer, read through its address (the buffer belongs to
-    the target, which keeps it alive and fixed in place)."""
-    inner_logp, inner_both = logp_fn.vm.jit_fn, both_fn.vm.jit_fn
+def _graph_key(fn) -> str | None:
+    """pytensor's own cache key of a function compiled in NUMBA mode: the SHA-256 of its
+    rewritten graph, constants included (the key under which pytensor caches the graph's numba
+    code on disk); None when pytensor has none (an op without a key) or does not say."""
+    try:
+        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
+
+        key = CACHED_SRC_FUNCTIONS.get(fn.vm.jit_fn.py_func)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    if key is None:
+        return None
+    import pytensor
+
+    return f"{key}\0pytensor {pytensor.__version__}\0numba {numba.__version__}"
+
+
+def _c_functions(key: tuple, logp_fn, both_fn) -> dict:
+    """C-callable ``c_logp(x, n, data, m)`` and ``c_both(x, n, data, m, grad_out)`` around
+    pytensor's jitted functions: compiled once per machine and loaded from the disk cache by
+    every later process (:func:`ckam_bench.jit.keyed_cfunc`, keyed by pytensor's key of each
+    graph), since compiling them links and optimises the whole graph's code again (3–4 s for a
+    small regression). Kept for the process, per model."""
+    made = _C_FUNCTIONS.get(key)
+    if made is None:
+        made = {}
+        for name, fn in (("c_logp", logp_fn), ("c_both", both_fn)):
+            env = {"inner": fn.vm.jit_fn, "carray": numba.carray, "float64": np.float64}
+            made[name] = jit.keyed_cfunc(_C_SOURCE[name], name, env, _C_SIGNATURES[name], _graph_key(fn))
+        _C_FUNCTIONS[key] = made
+    return made
+
+
+def _compile_wrappers(c_functions: dict, buffer: np.ndarray):
+    """njit-ed ``f(x) -> log π(x)`` and ``f(x, grad_out) -> log π(x)`` calling the model's
+    C-callables (:func:`_c_functions`) by address with the target's data buffer, read through
+    its address (the buffer belongs to the target, which keeps it alive and fixed in place).
+    Small: they compile in ~0.1 s, as they call the graph's code rather than compile it in."""
+    c_logp = _C_TYPES["c_logp"](c_functions["c_logp"].address)
+    c_both = _C_TYPES["c_both"](c_functions["c_both"].address)
     address, n = buffer.ctypes.data, buffer.shape[0]
+    as_pointer = jit.as_pointer
 
     def log_density(x):
-        data = numba.carray(jit.as_pointer(address), (n,), np.float64)
-        return inner_logp(x, data)[0][()]
+        x = np.ascontiguousarray(x)
+        return c_logp(as_pointer(x.ctypes.data), x.shape[0], as_pointer(address), n)
 
     def log_density_and_grad(x, grad_out):
-        data = numba.carray(jit.as_pointer(address), (n,), np.float64)
-        logp, grad = inner_both(x, data)
-        grad_out[:] = grad
-        return logp[()]
+        x = np.ascontiguousarray(x)
+        return c_both(as_pointer(x.ctypes.data), x.shape[0], as_pointer(address), n,
+                      as_pointer(grad_out.ctypes.data))
 
     return numba.njit(log_density), numba.njit(log_density_and_grad)
 
@@ -452,9 +510,9 @@ class PyMCModel(Target):
         return self.log_density_and_grad_uncounted(x)
 
     def _compiled(self):
-        """The compiled wrappers reading this target's data buffer. Compiling them takes a few
-        seconds, so a process keeps one set per model and hands it to the next target of that
-        model once the previous one is gone (sequential runs of a sweep or of an SBC); the new
+        """The compiled wrappers reading this target's data buffer. A process keeps one set per
+        model (with the samplers' C copies of them, :mod:`ckam_bench.jit`) and hands it to the
+        next target of that model once the previous one is gone (sequential runs of a sweep or of an SBC); the new
         target then moves its data into the buffer they read. A target of the same model built
         while another still lives gets wrappers of its own."""
         if self._jitted is None:
@@ -463,7 +521,7 @@ class PyMCModel(Target):
             if entry is None or entry["owner"]() is not None:
                 fns = _functions(self.spec, self.model, self.layout, "NUMBA")
                 entry = {"buffer": self.buffer, "owner": weakref.ref(self),
-                         "wrappers": _compile_wrappers(fns[0], fns[1], self.buffer)}
+                         "wrappers": _compile_wrappers(_c_functions(key, fns[0], fns[1]), self.buffer)}
                 _WRAPPERS[key] = entry
             else:
                 entry["buffer"][:] = self.buffer
