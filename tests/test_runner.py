@@ -518,3 +518,75 @@ def test_a_short_chain_says_so_in_status_and_end_line(tmp_path):
     assert "too short" not in summary(long, "x", latest)
     unknown, _ = _runner(tmp_path / "none", CountingSampler(), Budget(60, max_iterations=10)).run(), None
     assert unknown["short_chain"] is None  # no ESS metric: not known
+
+
+def test_early_stop_decides_from_the_rows_alone():
+    """budget.early_stop's rule (issue 44 §3): below the threshold from the first crossing at c
+    up to multiple·c, and min ESS at least min_ess; a rise above the threshold starts a new
+    streak."""
+    from ckam_bench.engine.budget import EarlyStop
+
+    rule = EarlyStop("bias2", 0.01, 4.0, 100.0)
+
+    def rows(*points):
+        return [{"n_grad": g, "n_density": g, "bias2": b, "ess_min": e} for g, b, e in points]
+
+    assert rule.decide([], "grad") is None
+    assert rule.decide(rows((100, 0.5, 5), (200, 0.005, 200), (700, 0.004, 300)), "grad") is None  # 700 < 800
+    assert rule.decide(rows((100, 0.5, 5), (200, 0.005, 200), (800, 0.004, 300)), "grad") == {
+        "unit": "grad", "first_below": 200.0, "at": 800.0, "ess_min": 300.0}
+    assert rule.decide(rows((200, 0.005, 200), (400, 0.02, 250), (800, 0.004, 300)), "grad") is None  # new streak at 800
+    assert rule.decide(rows((200, 0.005, 20), (800, 0.004, 99)), "grad") is None  # ESS not met
+    assert rule.decide(rows((200, 0.005, 20), (800, float("nan"), 300)), "grad") is None  # NaN is not below
+    assert rule.decide(rows((200, 0.005, 20), (800, 0.004, None)), "grad") is None  # no ESS: not met
+    assert EarlyStop("bias2", 0.01, 4.0, 0.0).decide(rows((200, 0.005, None), (800, 0.004, None)), "grad")
+    for bad in ({"threshold": 0.0}, {"multiple": 0.5}, {"min_ess": -1.0}, {"metric": ""}):
+        with pytest.raises(ValueError, match="budget.early_stop." + next(iter(bad))):
+            EarlyStop(**bad)
+
+
+def test_an_early_stopped_run_is_the_full_runs_prefix(tmp_path):
+    """A run stopped by budget.early_stop holds exactly the rows the full-budget run of the same
+    seed has up to that checkpoint (so the rule applied to stored full-budget traces gives what
+    early-stopped runs would have: scripts/early_stop_agreement.py), says so in status.json and
+    on its end line, and writes no second row at the stop."""
+    from ckam_bench.engine.budget import EarlyStop
+
+    common = ("sampler=mala", "target=gauss2d_corr", "checkpoint.on=density", "budget.max_density=1000000")
+    full, _ = _cli_trace(tmp_path, "full", *common)
+    early, status = _cli_trace(tmp_path, "early", *common, "budget.early_stop.enabled=true")
+    assert status["state"] == "complete" and status["reason"] == "early_stop"
+    assert status["budget"]["early_stop"] == {"metric": "bias2", "threshold": 0.01, "multiple": 4.0,
+                                              "min_ess": 100.0}
+    k = len(early)
+    assert k < len(full) and status["stopped_early"]["at"] == early["n_density"].iloc[-1]
+    assert early["n_density"].is_unique
+    timing = [c for c in full.columns if "seconds" in c or c in ("iters_per_second", "run_id", "ess_per_second")]
+    pd.testing.assert_frame_equal(early.drop(columns=timing), full.iloc[:k].drop(columns=timing))
+    rows = full.to_dict("records")
+    rule = EarlyStop()
+    first = next(i for i in range(1, len(rows) + 1) if rule.decide(rows[:i], "density"))
+    # the same decision (ESS to the last bits: the streaming sums follow the time-sized blocks)
+    decided = rule.decide(rows[:k], "density")
+    assert first == k and decided.pop("unit") == status["stopped_early"].pop("unit") == "density"
+    assert decided == pytest.approx(status["stopped_early"], rel=1e-9)
+
+
+def test_the_early_stop_end_line_and_a_disabled_rule_keeps_the_config_hash():
+    """The end-of-run line says why a run stopped early; budget.early_stop off leaves a run's
+    config hash what it was before the key existed (old run folders still resume)."""
+    from ckam_bench.commands.cli import summary
+    from ckam_bench.engine.store import config_digest
+
+    status = {"state": "complete", "reason": "early_stop", "flags": [], "sampler": "nuts", "target": "t",
+              "totals": {"iterations": 10, "sampler_seconds": 1.0},
+              "budget": {"early_stop": {"metric": "bias2", "threshold": 0.01, "multiple": 4.0, "min_ess": 100.0}},
+              "stopped_early": {"unit": "grad", "first_below": 4642.0, "at": 21609.0, "ess_min": 988.0}}
+    line = summary(status, "x", {})
+    assert line.startswith("complete (early_stop): nuts on t")
+    assert ("note: stopped early (budget.early_stop): bias2 < 0.01 from 4,642 gradient evaluations on, "
+            "still below at 21,609 (x4), min ESS 988") in line
+    old = {"seed": 0, "budget": {"seconds": 1.0}}
+    off = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": False, "multiple": 4.0}}}
+    on = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": True, "multiple": 4.0}}}
+    assert config_digest(off, "compiled") == config_digest(old, "compiled") != config_digest(on, "compiled")

@@ -57,6 +57,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ckam_bench import jit
 from ckam_bench.commands import discovery, overrides, sweeps
 from ckam_bench.engine import outputs, provenance, rundir, runstatus, store
+from ckam_bench.engine.budget import EarlyStop
 from ckam_bench.engine.runner import UNITS, Budget, Runner, checkpoint_times, sampler_block_seconds
 from ckam_bench.samplers.base import StartPointError, check_start
 from ckam_bench.targets.base import CapabilityError, PluginError, check_target, label_of
@@ -138,6 +139,9 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     try:
         budget = Budget(float(b.seconds), b.max_iterations, b.wall_seconds, b.max_density,
                         b.max_grad, b.clock)
+        early = b.get("early_stop")
+        early_stop = (EarlyStop(str(early.metric), float(early.threshold), float(early.multiple),
+                                float(early.min_ess)) if early is not None and early.enabled else None)
         if ck.on not in UNITS:
             raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {ck.on!r}")
         limit = budget.limit(ck.on)
@@ -178,7 +182,7 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         samples_capacity=cfg.metrics.samples_capacity,
         diagnostics_capacity=cfg.metrics.diagnostics_capacity,
         diagnostics_head=cfg.metrics.diagnostics_head,
-        max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on,
+        max_overhead=cfg.checkpoint.max_overhead, checkpoint_unit=ck.on, early_stop=early_stop,
         status_extra={"config_hash": config_hash(cfg), store.IDENTITY_KEY: identity,
                       "provenance": provenance.collect(),
                       "sampler_info": sampler.describe(),
@@ -226,6 +230,15 @@ def summary(status: dict, out_dir: str, latest: dict) -> str:
         short = (f"\n  note: too short to trust: {found} is below {floor:g} (the ESS floor), so "
                  "its estimates carry Monte Carlo errors above a tenth of a posterior sd; a "
                  "larger budget.seconds gives a longer chain")
+    early = ""
+    if status.get("stopped_early"):
+        why, rule = status["stopped_early"], status["budget"]["early_stop"]
+        unit = {"seconds": "sampler seconds", "iterations": "iterations",
+                "density": "density evaluations", "grad": "gradient evaluations"}[why["unit"]]
+        early = (f"\n  note: stopped early (budget.early_stop): {rule['metric']} < {rule['threshold']:g} "
+                 f"from {why['first_below']:,.6g} {unit} on, still below at {why['at']:,.6g} "
+                 f"(x{rule['multiple']:g}), min ESS {why['ess_min']:.3g}; its cost to "
+                 f"{rule['metric']} < {rule['threshold']:g} is known, its final values are at the stop")
     return (f"{status['state']} ({status['reason']})"
             + (f" FLAGGED {', '.join(status['flags'])}" if status.get("flags") else "")
             + f": {status['sampler']} on {status['target']}, "
@@ -234,7 +247,7 @@ def summary(status: dict, out_dir: str, latest: dict) -> str:
             + (f"\n  note: the sampler got {status['cpu_share']:.0%} of a core while its clock "
                "ran (another process competed for the CPU); budget.clock=cpu measures CPU time"
                if status.get("contended") else "")
-            + short + flagged)
+            + short + early + flagged)
 
 
 _COMPOSED = False  # set once Hydra has composed the config (see main)

@@ -23,6 +23,7 @@ import inspect
 import math
 import numbers
 import os
+import re
 import types
 import typing
 
@@ -203,6 +204,7 @@ def _check_run_keys(plain: dict) -> None:
     _positive_number(plain, "budget.wall_seconds", allow_none=True, limit=MAX_SECONDS)
     if _get(plain, "budget.clock") not in ("wall", "cpu"):
         raise ConfigError(f"budget.clock: must be wall or cpu, got {_get(plain, 'budget.clock')!r}")
+    _check_early_stop(plain)
     _positive_number(plain, "checkpoint.first", limit=MAX_COUNT)
     _positive_int(plain, "checkpoint.per_decade", allow_none=True, limit=1000)
     _positive_number(plain, "checkpoint.every", allow_none=True, limit=MAX_COUNT)
@@ -217,6 +219,31 @@ def _check_run_keys(plain: dict) -> None:
     if plain.get("progress") not in ("auto", True, False):
         raise ConfigError(f"progress: must be auto, true or false, got {plain.get('progress')!r}")
 
+
+
+def _check_early_stop(plain: dict) -> None:
+    """``budget.early_stop`` (:class:`ckam_bench.engine.budget.EarlyStop`): enabled a boolean;
+    metric a trace column's name; threshold > 0; multiple >= 1; min_ess >= 0."""
+    node = _get(plain, "budget.early_stop")
+    if node is None:
+        return
+    if not isinstance(node, dict):
+        raise ConfigError(f"budget.early_stop: must be a mapping (enabled, metric, threshold, "
+                          f"multiple, min_ess), got {node!r}")
+    if not isinstance(node.get("enabled"), bool):
+        raise ConfigError(f"budget.early_stop.enabled: must be true or false, got {node.get('enabled')!r}")
+    metric = node.get("metric")
+    if not (isinstance(metric, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric)):
+        raise ConfigError(f"budget.early_stop.metric: must be a trace column's name, got {metric!r}")
+    _positive_number(plain, "budget.early_stop.threshold", limit=MAX_COUNT)
+    multiple = node.get("multiple")
+    if not (isinstance(multiple, numbers.Real) and not isinstance(multiple, bool)
+            and math.isfinite(multiple) and 1 <= multiple <= MAX_COUNT):
+        raise ConfigError(f"budget.early_stop.multiple: must be a number in [1, {MAX_COUNT:,}], got {multiple!r}")
+    ess = node.get("min_ess")
+    if not (isinstance(ess, numbers.Real) and not isinstance(ess, bool) and math.isfinite(ess)
+            and 0 <= ess <= MAX_COUNT):
+        raise ConfigError(f"budget.early_stop.min_ess: must be a number in [0, {MAX_COUNT:,}], got {ess!r}")
 
 
 def check_runs_per_job(value) -> int:

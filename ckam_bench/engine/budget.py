@@ -70,6 +70,84 @@ class Budget:
         return None
 
 
+POSITION_COLUMNS = {"seconds": "sampler_seconds", "iterations": "iterations",
+                    "density": "n_density", "grad": "n_grad"}
+"""The trace column holding a run's position in each of the :data:`UNITS`."""
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    r"""Stop a run once its answer is known (``budget.early_stop``; issue 44 §3).
+
+    At each checkpoint, let :math:`c` be the cost (in the checkpoint unit) at the first
+    checkpoint from which the trace column ``metric`` has stayed below ``threshold`` up to now
+    (the cost to accuracy the ranking reads, :func:`ckam_bench.report.ranking.cost_to_accuracy`,
+    as it stands so far). The run stops when
+
+    .. math:: \text{cost now} \ge \text{multiple}\cdot c \quad\text{and}\quad
+              \text{ESS}_{\min} \ge \text{min\_ess},
+
+    so the metric has stayed below its threshold over a ``multiple`` of the first-crossing cost
+    and the ESS the ranking's ESS key reads rests on at least ``min_ess`` effective draws (the
+    ESS floor under which a run is flagged too short to trust). A run whose metric rises above
+    the threshold again starts a new streak. Only the rows decide: a resumed run decides as an
+    uninterrupted one would, and applying :meth:`decide` to a full-budget run's trace prefix by
+    prefix gives exactly where it would have stopped (the rank-agreement check,
+    ``scripts/early_stop_agreement.py``)."""
+
+    metric: str = "bias2"
+    threshold: float = 0.01
+    multiple: float = 4.0
+    min_ess: float = 100.0
+
+    def __post_init__(self):
+        if not (isinstance(self.metric, str) and self.metric):
+            raise ValueError(f"budget.early_stop.metric must be a trace column name, got {self.metric!r}")
+        if not (math.isfinite(self.threshold) and self.threshold > 0):
+            raise ValueError(f"budget.early_stop.threshold must be a finite number > 0, got {self.threshold}")
+        if not (math.isfinite(self.multiple) and self.multiple >= 1):
+            raise ValueError(f"budget.early_stop.multiple must be a finite number >= 1, got {self.multiple}")
+        if not (math.isfinite(self.min_ess) and self.min_ess >= 0):
+            raise ValueError(f"budget.early_stop.min_ess must be a finite number >= 0, got {self.min_ess}")
+
+    def first_below(self, rows: list[dict], unit: str) -> float | None:
+        """The cost at the first row of the current streak below the threshold (None when the
+        latest row is not below)."""
+        column = POSITION_COLUMNS[unit]
+        first = None
+        for row in reversed(rows):
+            value = row.get(self.metric)
+            try:
+                below = value is not None and float(value) < self.threshold
+            except (TypeError, ValueError):
+                below = False
+            if not below:
+                break
+            first = float(row[column])
+        return first
+
+    def decide(self, rows: list[dict], unit: str) -> dict | None:
+        """Whether to stop after the latest of ``rows``: None, or what decided it (the
+        first-crossing cost, the cost now, the min ESS), as ``status.json`` records it."""
+        if not rows:
+            return None
+        first = self.first_below(rows, unit)
+        if first is None:
+            return None
+        now = float(rows[-1][POSITION_COLUMNS[unit]])
+        if now < self.multiple * max(first, 0.0) or not now > 0:
+            return None
+        ess = rows[-1].get("ess_min")
+        ess = float(ess) if ess is not None else math.nan
+        if self.min_ess > 0 and not ess >= self.min_ess:
+            return None
+        return {"unit": unit, "first_below": first, "at": now, "ess_min": ess}
+
+    def describe(self) -> dict:
+        return {"metric": self.metric, "threshold": self.threshold, "multiple": self.multiple,
+                "min_ess": self.min_ess}
+
+
 def checkpoint_times(limit: float, first: float = 0.05, per_decade: int | None = 8,
                      every: float | None = None, unit: str = "seconds") -> np.ndarray:
     """Sorted checkpoint positions in ``unit``, all < ``limit``.

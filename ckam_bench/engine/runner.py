@@ -192,7 +192,7 @@ class Runner:
                  progress="auto", block_seconds: float = 0.02, samples_capacity: int = 10000,
                  diagnostics_capacity: int = 20000, diagnostics_head: int = 20000,
                  max_overhead: float | None = 0.03, status_extra: dict | None = None,
-                 checkpoint_unit: str = "seconds", threads: int = 1):
+                 checkpoint_unit: str = "seconds", threads: int = 1, early_stop=None):
         if checkpoint_unit not in UNITS:
             raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {checkpoint_unit!r}")
         self.sampler, self.target, self.metrics, self.budget = sampler, target, metrics, budget
@@ -206,6 +206,8 @@ class Runner:
         self.progress = progress
         self.block_seconds = max(float(block_seconds), sampler_block_seconds(sampler))
         self.max_overhead = max_overhead
+        self.early_stop = early_stop  # an EarlyStop, or None (budget.early_stop.enabled: false)
+        self.stopped_early: dict | None = None
         self.status_extra = dict(status_extra or {})
         self.tally = Tally(tuple(sampler.phases), target.dim, samples_capacity,
                            diagnostics_capacity, diagnostics_head)
@@ -239,8 +241,11 @@ class Runner:
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
                     stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
-        self.latest = runstatus.trace_row(self, wall)
-        if state not in ("interrupted", "failed"):
+        if reason == EARLY_STOP:  # stopped right after the row that decided it: no second row
+            self.latest = self.rows[-1]
+        else:
+            self.latest = runstatus.trace_row(self, wall)
+        if reason != EARLY_STOP and state not in ("interrupted", "failed"):
             # a run that stops early keeps its rows on the schedule (its status and resume
             # state hold where it stopped), so a resumed trace equals an uninterrupted one
             self.rows.append(self.latest)
@@ -332,6 +337,10 @@ class Runner:
                          or outside <= self.max_overhead * self.timer.wall)
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
+                if self.early_stop is not None:
+                    self.stopped_early = self.early_stop.decide(self.rows, self.unit)
+                    if self.stopped_early is not None:
+                        return ended(self.tally), EARLY_STOP
             reason = self.budget.exhausted(self.position)
             if reason is not None:
                 return ended(self.tally), reason
@@ -374,6 +383,10 @@ class Runner:
         if "kl" in self.latest:
             post["kl"] = f"{self.latest['kl']:.3g}"
         return post
+
+
+EARLY_STOP = "early_stop"
+"""The reason of a run stopped by ``budget.early_stop`` (:class:`~ckam_bench.engine.budget.EarlyStop`)."""
 
 
 def ended(tally: Tally) -> str:

@@ -118,6 +118,7 @@ def status(run, state: str, reason: str, wall: float) -> dict:
     if state == "empty":
         flags = {"no_samples": no_samples_note(run, reason), **flags}
     ran, why = tally.loops(run.target, run.labels["sampler"])
+    early = getattr(run, "early_stop", None)
     provenance = {**run.status_extra.get("provenance", {}), "loops": ran, "loops_note": why,
                   "threads": run.thread_counts or {"requested": run.threads}}
     return {
@@ -133,7 +134,9 @@ def status(run, state: str, reason: str, wall: float) -> dict:
         "budget": {"seconds": budget.seconds, "clock": budget.clock,
                    "max_iterations": budget.max_iterations,
                    "max_density": budget.max_density, "max_grad": budget.max_grad,
-                   "wall_seconds": budget.wall_cap, "wall_excludes_warmup": True},
+                   "wall_seconds": budget.wall_cap, "wall_excludes_warmup": True,
+                   "early_stop": early.describe() if early is not None else None},
+        "stopped_early": getattr(run, "stopped_early", None),
         "checkpoint_unit": run.unit,
         "totals": {
             "sampler_seconds": run.clock,

@@ -171,6 +171,10 @@ def config_digest(plain: dict, loops: str) -> str:
     """sha256 of a resolved run config (Hydra's settings and the progress bar left out) and
     the loop mode: the config hash of a run (:func:`ckam_bench.commands.cli.config_hash`)."""
     plain = {k: v for k, v in plain.items() if k not in ("hydra", "progress")}
+    budget = plain.get("budget")
+    if isinstance(budget, dict) and not (budget.get("early_stop") or {}).get("enabled"):
+        # off, it changes nothing: the hash a run had before budget.early_stop existed
+        plain["budget"] = {k: v for k, v in budget.items() if k != "early_stop"}
     plain["__loops__"] = loops
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
