@@ -100,3 +100,26 @@ def test_figures_cli_rank_by(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path / "runs"), "--out", str(tmp_path / "o2"), "--rank-by", "nope"])
     assert exc.value.code == 2
+
+
+def test_the_ranking_says_which_runs_stopped_early_and_what_that_censors():
+    """budget.early_stop's runs are named in the ranking's notes: how many, the rule, what is
+    censored (the cost holds unless b² rose again; final values at the stop) and the futile ones."""
+    from types import SimpleNamespace
+
+    from ckam_bench.report.ranking import early_stop_note
+
+    rule = {"metric": "bias2", "threshold": 0.01, "multiple": 4.0, "min_ess": 100.0, "futility": 10.0}
+
+    def run(kind):
+        return SimpleNamespace(status={"budget": {"early_stop": rule},
+                                       "stopped_early": kind and {"kind": kind}})
+
+    assert early_stop_note([SimpleNamespace(runs=[run(None)])]) is None
+    note = early_stop_note([SimpleNamespace(runs=[run("known"), run(None)]),
+                            SimpleNamespace(runs=[run("futile")])])
+    assert note.startswith("2 of 3 runs stopped early (budget.early_stop: bias2 < 0.01 held from its "
+                           "first crossing at cost c up to 4c, min ESS ≥ 100)")
+    assert "right-censored at the stop" in note and "final b², KL and min ESS/s are at the stop" in note
+    assert note.endswith("1 stopped as futile (b² · cost / budget ≥ 10.0 × 0.01): counted as never "
+                         "reaching it, as at the full budget unless b² would have fallen faster than 1/cost")

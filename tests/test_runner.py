@@ -534,13 +534,23 @@ def test_early_stop_decides_from_the_rows_alone():
     assert rule.decide([], "grad") is None
     assert rule.decide(rows((100, 0.5, 5), (200, 0.005, 200), (700, 0.004, 300)), "grad") is None  # 700 < 800
     assert rule.decide(rows((100, 0.5, 5), (200, 0.005, 200), (800, 0.004, 300)), "grad") == {
-        "unit": "grad", "first_below": 200.0, "at": 800.0, "ess_min": 300.0}
+        "kind": "known", "unit": "grad", "first_below": 200.0, "at": 800.0, "ess_min": 300.0,
+        "metric": 0.004}
     assert rule.decide(rows((200, 0.005, 200), (400, 0.02, 250), (800, 0.004, 300)), "grad") is None  # new streak at 800
     assert rule.decide(rows((200, 0.005, 20), (800, 0.004, 99)), "grad") is None  # ESS not met
     assert rule.decide(rows((200, 0.005, 20), (800, float("nan"), 300)), "grad") is None  # NaN is not below
     assert rule.decide(rows((200, 0.005, 20), (800, 0.004, None)), "grad") is None  # no ESS: not met
     assert EarlyStop("bias2", 0.01, 4.0, 0.0).decide(rows((200, 0.005, None), (800, 0.004, None)), "grad")
-    for bad in ({"threshold": 0.0}, {"multiple": 0.5}, {"min_ess": -1.0}, {"metric": ""}):
+    # futility: b² · cost / budget ≥ F · threshold, i.e. even falling as 1/cost it ends F x above
+    futile = EarlyStop("bias2", 0.01, 4.0, 100.0, futility=10.0)
+    assert futile.decide(rows((1000, 0.2, 300)), "grad", limit=100_000) is None  # 0.002 < 0.1
+    assert futile.decide(rows((1000, 0.2, 300)), "grad") is None  # no budget in the unit
+    assert futile.decide(rows((50_000, 0.2, 300)), "grad", limit=100_000) == {
+        "kind": "futile", "unit": "grad", "first_below": None, "at": 50_000.0, "ess_min": 300.0,
+        "metric": 0.2}
+    assert futile.decide(rows((50_000, 0.2, 50)), "grad", limit=100_000) is None  # ESS not met
+    assert rule.decide(rows((50_000, 0.2, 300)), "grad", limit=100_000) is None  # no futility set
+    for bad in ({"threshold": 0.0}, {"multiple": 0.5}, {"min_ess": -1.0}, {"metric": ""}, {"futility": 0.0}):
         with pytest.raises(ValueError, match="budget.early_stop." + next(iter(bad))):
             EarlyStop(**bad)
 
@@ -557,7 +567,7 @@ def test_an_early_stopped_run_is_the_full_runs_prefix(tmp_path):
     early, status = _cli_trace(tmp_path, "early", *common, "budget.early_stop.enabled=true")
     assert status["state"] == "complete" and status["reason"] == "early_stop"
     assert status["budget"]["early_stop"] == {"metric": "bias2", "threshold": 0.01, "multiple": 4.0,
-                                              "min_ess": 100.0}
+                                              "min_ess": 100.0, "futility": None}
     k = len(early)
     assert k < len(full) and status["stopped_early"]["at"] == early["n_density"].iloc[-1]
     assert early["n_density"].is_unique
@@ -568,7 +578,8 @@ def test_an_early_stopped_run_is_the_full_runs_prefix(tmp_path):
     first = next(i for i in range(1, len(rows) + 1) if rule.decide(rows[:i], "density"))
     # the same decision (ESS to the last bits: the streaming sums follow the time-sized blocks)
     decided = rule.decide(rows[:k], "density")
-    assert first == k and decided.pop("unit") == status["stopped_early"].pop("unit") == "density"
+    for key, value in (("unit", "density"), ("kind", "known")):
+        assert decided.pop(key) == status["stopped_early"].pop(key) == value
     assert decided == pytest.approx(status["stopped_early"], rel=1e-9)
 
 
@@ -581,11 +592,18 @@ def test_the_early_stop_end_line_and_a_disabled_rule_keeps_the_config_hash():
     status = {"state": "complete", "reason": "early_stop", "flags": [], "sampler": "nuts", "target": "t",
               "totals": {"iterations": 10, "sampler_seconds": 1.0},
               "budget": {"early_stop": {"metric": "bias2", "threshold": 0.01, "multiple": 4.0, "min_ess": 100.0}},
-              "stopped_early": {"unit": "grad", "first_below": 4642.0, "at": 21609.0, "ess_min": 988.0}}
+              "stopped_early": {"kind": "known", "unit": "grad", "first_below": 4642.0, "at": 21609.0,
+                                "ess_min": 988.0, "metric": 0.004}}
     line = summary(status, "x", {})
     assert line.startswith("complete (early_stop): nuts on t")
     assert ("note: stopped early (budget.early_stop): bias2 < 0.01 from 4,642 gradient evaluations on, "
             "still below at 21,609 (x4), min ESS 988") in line
+    status["budget"]["early_stop"]["futility"] = 10.0
+    status["stopped_early"] = {"kind": "futile", "unit": "grad", "first_below": None, "at": 500000.0,
+                               "ess_min": 150.0, "metric": 0.3}
+    assert ("note: stopped as futile (budget.early_stop.futility): bias2 0.3 at 500,000 gradient "
+            "evaluations, min ESS 150: falling at best as 1/cost it would still be 10x 0.01 at the "
+            "end of the budget") in summary(status, "x", {})
     old = {"seed": 0, "budget": {"seconds": 1.0}}
     off = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": False, "multiple": 4.0}}}
     on = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": True, "multiple": 4.0}}}

@@ -140,8 +140,10 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
         budget = Budget(float(b.seconds), b.max_iterations, b.wall_seconds, b.max_density,
                         b.max_grad, b.clock)
         early = b.get("early_stop")
+        futility = early.get("futility") if early is not None else None
         early_stop = (EarlyStop(str(early.metric), float(early.threshold), float(early.multiple),
-                                float(early.min_ess)) if early is not None and early.enabled else None)
+                                float(early.min_ess), None if futility is None else float(futility))
+                      if early is not None and early.enabled else None)
         if ck.on not in UNITS:
             raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {ck.on!r}")
         limit = budget.limit(ck.on)
@@ -235,10 +237,17 @@ def summary(status: dict, out_dir: str, latest: dict) -> str:
         why, rule = status["stopped_early"], status["budget"]["early_stop"]
         unit = {"seconds": "sampler seconds", "iterations": "iterations",
                 "density": "density evaluations", "grad": "gradient evaluations"}[why["unit"]]
-        early = (f"\n  note: stopped early (budget.early_stop): {rule['metric']} < {rule['threshold']:g} "
-                 f"from {why['first_below']:,.6g} {unit} on, still below at {why['at']:,.6g} "
-                 f"(x{rule['multiple']:g}), min ESS {why['ess_min']:.3g}; its cost to "
-                 f"{rule['metric']} < {rule['threshold']:g} is known, its final values are at the stop")
+        if why.get("kind") == "futile":
+            early = (f"\n  note: stopped as futile (budget.early_stop.futility): {rule['metric']} "
+                     f"{why['metric']:.3g} at {why['at']:,.6g} {unit}, min ESS {why['ess_min']:.3g}: "
+                     f"falling at best as 1/cost it would still be {rule['futility']:g}x "
+                     f"{rule['threshold']:g} at the end of the budget; its cost to "
+                     f"{rule['metric']} < {rule['threshold']:g} counts as never")
+        else:
+            early = (f"\n  note: stopped early (budget.early_stop): {rule['metric']} < {rule['threshold']:g} "
+                     f"from {why['first_below']:,.6g} {unit} on, still below at {why['at']:,.6g} "
+                     f"(x{rule['multiple']:g}), min ESS {why['ess_min']:.3g}; its cost to "
+                     f"{rule['metric']} < {rule['threshold']:g} is known, its final values are at the stop")
     return (f"{status['state']} ({status['reason']})"
             + (f" FLAGGED {', '.join(status['flags'])}" if status.get("flags") else "")
             + f": {status['sampler']} on {status['target']}, "

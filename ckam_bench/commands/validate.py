@@ -223,7 +223,8 @@ def _check_run_keys(plain: dict) -> None:
 
 def _check_early_stop(plain: dict) -> None:
     """``budget.early_stop`` (:class:`ckam_bench.engine.budget.EarlyStop`): enabled a boolean;
-    metric a trace column's name; threshold > 0; multiple >= 1; min_ess >= 0."""
+    metric a trace column's name; threshold > 0; multiple >= 1; min_ess >= 0; futility null
+    or > 0."""
     node = _get(plain, "budget.early_stop")
     if node is None:
         return
@@ -244,6 +245,7 @@ def _check_early_stop(plain: dict) -> None:
     if not (isinstance(ess, numbers.Real) and not isinstance(ess, bool) and math.isfinite(ess)
             and 0 <= ess <= MAX_COUNT):
         raise ConfigError(f"budget.early_stop.min_ess: must be a number in [0, {MAX_COUNT:,}], got {ess!r}")
+    _positive_number(plain, "budget.early_stop.futility", allow_none=True, limit=MAX_COUNT)
 
 
 def check_runs_per_job(value) -> int:

@@ -90,7 +90,18 @@ class EarlyStop:
     so the metric has stayed below its threshold over a ``multiple`` of the first-crossing cost
     and the ESS the ranking's ESS key reads rests on at least ``min_ess`` effective draws (the
     ESS floor under which a run is flagged too short to trust). A run whose metric rises above
-    the threshold again starts a new streak. Only the rows decide: a resumed run decides as an
+    the threshold again starts a new streak.
+
+    **Futility** (``futility``: a margin F, or None for never). A run whose metric is above
+    the threshold stops as futile when, with min ESS ≥ ``min_ess``,
+
+    .. math:: m_{\text{now}}\cdot\frac{\text{cost now}}{\text{budget}} \ge F\cdot\text{threshold}:
+
+    b² of a chain past its transient falls at best as 1/cost (a squared standardised Monte Carlo
+    error), so even at that rate it would still be F times the threshold at the end of the
+    budget. Its cost to accuracy is then ∞, as at the full budget unless the metric would have
+    fallen faster than 1/cost (the rule's error, measured by
+    ``scripts/early_stop_agreement.py``). Only the rows decide: a resumed run decides as an
     uninterrupted one would, and applying :meth:`decide` to a full-budget run's trace prefix by
     prefix gives exactly where it would have stopped (the rank-agreement check,
     ``scripts/early_stop_agreement.py``)."""
@@ -99,6 +110,7 @@ class EarlyStop:
     threshold: float = 0.01
     multiple: float = 4.0
     min_ess: float = 100.0
+    futility: float | None = None
 
     def __post_init__(self):
         if not (isinstance(self.metric, str) and self.metric):
@@ -109,6 +121,8 @@ class EarlyStop:
             raise ValueError(f"budget.early_stop.multiple must be a finite number >= 1, got {self.multiple}")
         if not (math.isfinite(self.min_ess) and self.min_ess >= 0):
             raise ValueError(f"budget.early_stop.min_ess must be a finite number >= 0, got {self.min_ess}")
+        if self.futility is not None and not (math.isfinite(self.futility) and self.futility > 0):
+            raise ValueError(f"budget.early_stop.futility must be null or a finite number > 0, got {self.futility}")
 
     def first_below(self, rows: list[dict], unit: str) -> float | None:
         """The cost at the first row of the current streak below the threshold (None when the
@@ -126,26 +140,35 @@ class EarlyStop:
             first = float(row[column])
         return first
 
-    def decide(self, rows: list[dict], unit: str) -> dict | None:
-        """Whether to stop after the latest of ``rows``: None, or what decided it (the
-        first-crossing cost, the cost now, the min ESS), as ``status.json`` records it."""
+    def decide(self, rows: list[dict], unit: str, limit: float | None = None) -> dict | None:
+        """Whether to stop after the latest of ``rows`` (``limit``: the budget in ``unit``,
+        for the futility rule): None, or what decided it, as ``status.json`` records it:
+        ``kind`` (``known``: the cost to accuracy is known; ``futile``), the first-crossing
+        cost (``first_below``; None when futile), the cost now (``at``), the min ESS and the
+        metric now."""
         if not rows:
             return None
-        first = self.first_below(rows, unit)
-        if first is None:
-            return None
         now = float(rows[-1][POSITION_COLUMNS[unit]])
-        if now < self.multiple * max(first, 0.0) or not now > 0:
-            return None
         ess = rows[-1].get("ess_min")
         ess = float(ess) if ess is not None else math.nan
-        if self.min_ess > 0 and not ess >= self.min_ess:
+        if not now > 0 or (self.min_ess > 0 and not ess >= self.min_ess):
             return None
-        return {"unit": unit, "first_below": first, "at": now, "ess_min": ess}
+        try:
+            value = float(rows[-1].get(self.metric))
+        except (TypeError, ValueError):
+            return None
+        first = self.first_below(rows, unit)
+        found = {"unit": unit, "first_below": first, "at": now, "ess_min": ess, "metric": value}
+        if first is not None:
+            return {"kind": "known", **found} if now >= self.multiple * max(first, 0.0) else None
+        if (self.futility is not None and limit is not None and math.isfinite(value)
+                and value * now / limit >= self.futility * self.threshold):
+            return {"kind": "futile", **found}
+        return None
 
     def describe(self) -> dict:
         return {"metric": self.metric, "threshold": self.threshold, "multiple": self.multiple,
-                "min_ess": self.min_ess}
+                "min_ess": self.min_ess, "futility": self.futility}
 
 
 def checkpoint_times(limit: float, first: float = 0.05, per_decade: int | None = 8,

@@ -338,7 +338,8 @@ class Runner:
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
                 if self.early_stop is not None:
-                    self.stopped_early = self.early_stop.decide(self.rows, self.unit)
+                    self.stopped_early = self.early_stop.decide(self.rows, self.unit,
+                                                                self.budget.limit(self.unit))
                     if self.stopped_early is not None:
                         return ended(self.tally), EARLY_STOP
             reason = self.budget.exhausted(self.position)

@@ -321,6 +321,8 @@ def tables(results: Results, settings=None) -> list[Table]:
                  "gradient-free sampler's gradient column is '–'); '≤ v': already below at the "
                  "first checkpoint (censored)"]
         notes += [top_note] if top_note else []
+        early = ranking.early_stop_note(groups)
+        notes += [early] if early else []
         if missing is not None:
             notes.append(f"no reference for {name} ({missing}): b² and pass/fail are not "
                          "computed, 'no reference' is never a pass")

@@ -86,6 +86,7 @@ Percentiles interpolate linearly between order statistics; a range touching ∞ 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -508,6 +509,9 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
         notes.append(f"{FLAG_MARK} not ranked, no sample collected (a re-run of the same "
                      "command redoes them): " + "; ".join(
                          f"{item.label} ({item.path.name})" for item in empty))
+    early = early_stop_note(groups)
+    if early:
+        notes.append(early)
     short = short_chains(groups)
     if short:
         notes.append(f"{FLAG_MARK} too short to trust (min ESS at the last checkpoint below "
@@ -532,6 +536,32 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)
+
+
+def early_stop_note(groups) -> str | None:
+    """The note for runs that ``budget.early_stop`` stopped (None when none did): which values
+    are censored and how ties are broken then."""
+    stopped = [r for g in groups for r in g.runs if r.status.get("stopped_early")]
+    if not stopped:
+        return None
+    rules = {json.dumps(r.status["budget"]["early_stop"], sort_keys=True) for r in stopped}
+    rule = json.loads(sorted(rules)[0])
+    total = sum(len(g.runs) for g in groups)
+    futile = sum(r.status["stopped_early"].get("kind") == "futile" for r in stopped)
+    text = (f"{len(stopped)} of {total} runs stopped early (budget.early_stop: {rule['metric']} < "
+            f"{rule['threshold']:g} held from its first crossing at cost c up to "
+            f"{rule['multiple']:g}c, min ESS ≥ {rule['min_ess']:g}"
+            + ("; several rules" if len(rules) > 1 else "") + "): the cost to b² < 0.01 of a run "
+            "stopped once it was known is the one its full-budget run shows unless b² would have "
+            "risen above 0.01 again after the stop (right-censored at the stop; the rank agreement "
+            "with full budgets is in docs/running.md); its final b², KL and min ESS/s are at the "
+            "stop, so runs tied on the cost are compared at their stopping costs, a run that never "
+            "met the rule at the end of its budget")
+    if futile:
+        text += (f"; {futile} stopped as futile (b² · cost / budget ≥ {rule.get('futility')} × "
+                 f"{rule['threshold']:g}): counted as never reaching it, as at the full budget "
+                 "unless b² would have fallen faster than 1/cost")
+    return text
 
 
 def short_chains(groups: list[Group]) -> list[tuple[str, int, float]]:
