@@ -26,6 +26,10 @@ Measure alone (load < 1.5): CPU time is less distorted by load than wall time, n
 
     python scripts/bench_run_cost.py                      # nuts_lowrank, kidscore_interaction, 10^5 gradients
     python scripts/bench_run_cost.py sampler=rw target=gauss2d_corr budget.max_iterations=1000
+    python scripts/bench_run_cost.py --sweep experiment=posteriordb sampler=nuts_lowrank   # a whole sweep
+
+``--sweep`` measures a whole sweep instead (:func:`sweep`): every process's CPU against the
+runs' sampling and warm-up, the amortised fixed cost per run and the harness's share.
 """
 
 from __future__ import annotations
@@ -135,10 +139,59 @@ def _child(argv: list[str], out: str) -> None:
         json.dump(runs, fh)
 
 
+def sweep(argv: list[str]) -> int:
+    """``--sweep OVERRIDES``: a whole sweep, ``ckam-bench -m OVERRIDES`` (the launcher the
+    overrides choose: joblib for experiment=posteriordb), in a new folder; the CPU of every
+    process (the sweep's and its workers', every thread: ``RUSAGE_CHILDREN``) against the runs'
+    own: sampling (the sampler clock's CPU) and warm-up (the untimed compile, its wall time:
+    single-threaded). Amortised fixed cost = (total − sampling) / runs; harness overhead =
+    total − sampling − warm-up, the share of the total the harness itself takes (imports,
+    Hydra, metrics, writes, the sweep's report)."""
+    import glob
+    import resource
+
+    with tempfile.TemporaryDirectory(prefix="ckam-sweep-cost-") as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "ckam_bench.commands.cli", "-m", *argv, f"hydra.sweep.dir={tmp}/sweep", "progress=false"],
+                              cwd=tmp, capture_output=True, text=True)
+        wall = time.perf_counter() - wall
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            return proc.returncode
+        total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        statuses = []
+        for path in glob.glob(f"{tmp}/sweep/**/status.json", recursive=True):
+            with open(path) as fh:
+                statuses.append(json.load(fh))
+    runs = len(statuses)
+    sampling = sum(s["totals"]["sampler_cpu_seconds"] for s in statuses)
+    warmup = sum(s["totals"]["warmup_seconds"] for s in statuses)
+    states = sorted({s["state"] for s in statuses})
+    early = sum(bool(s.get("stopped_early")) for s in statuses)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"ckam-bench -m {' '.join(argv)}")
+    print(f"load average at the end: {load:.2f}; {runs} runs ({', '.join(states)}; {early} stopped "
+          f"early), {wall:.1f} s wall\n")
+    print(f"| {'CPU seconds':<34} | {'total':>9} | {'per run':>8} |")
+    print(f"|{'-' * 36}|{'-' * 11}|{'-' * 10}|")
+    for name, value in (("every process", total), ("sampling (sampler clock)", sampling),
+                        ("warm-up (compile; wall)", warmup),
+                        ("fixed cost (all but sampling)", total - sampling),
+                        ("harness (all but sampling, warm-up)", total - sampling - warmup)):
+        print(f"| {name:<34} | {value:9.1f} | {value / max(runs, 1):8.3f} |")
+    print(f"\nharness overhead: {(total - sampling - warmup) / total:.1%} of the sweep's CPU; "
+          f"sampling {sampling / total:.1%}, warm-up {warmup / total:.1%}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         _child(argv[2:], argv[1])
         return 0
+    if argv[:1] == ["--sweep"]:
+        return sweep(argv[1:])
     args = argv or DEFAULT
     with tempfile.TemporaryDirectory(prefix="ckam-run-cost-") as tmp:
         out = os.path.join(tmp, "phases.json")
