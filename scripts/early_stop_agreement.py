@@ -76,7 +76,7 @@ def run_costs(results, rule):
                 if run.flags:  # flagged by the runner: ∞, as the suite ranks it
                     full_cost = early_cost = math.inf
                 rows.append((run.seed, full_cost, early_cost, float(trace["n_density"].iloc[-1]),
-                             float(cut["n_density"].iloc[-1])))
+                             float(cut["n_density"].iloc[-1]), futile))
             out[(name, labels[config_key(group)])] = rows
     return out
 
@@ -90,7 +90,7 @@ def ranks(values: dict) -> dict:
 def table(costs: dict) -> tuple[list[list[str]], dict]:
     posteriors = sorted({name for name, _ in costs})
     body, totals = [], {"same_order": 0, "same_winner": 0, "posteriors": 0, "runs": 0,
-                        "changed": [], "full": 0.0, "early": 0.0}
+                        "changed": [], "full": 0.0, "early": 0.0, "futile": 0, "futile_wrong": 0}
     for name in posteriors:
         labels = sorted(label for n, label in costs if n == name)
         full = {lab: float(np.median([r[1] for r in costs[(name, lab)]])) for lab in labels}
@@ -107,8 +107,10 @@ def table(costs: dict) -> tuple[list[list[str]], dict]:
         spent_f = sum(r[3] for lab in labels for r in costs[(name, lab)])
         spent_e = sum(r[4] for lab in labels for r in costs[(name, lab)])
         for lab in labels:
-            for seed, cf, ce, _, _ in costs[(name, lab)]:
+            for seed, cf, ce, _, _, futile in costs[(name, lab)]:
                 totals["runs"] += 1
+                totals["futile"] += futile
+                totals["futile_wrong"] += futile and math.isfinite(cf)
                 if not (cf == ce or (math.isnan(cf) and math.isnan(ce))):
                     totals["changed"].append(f"{name} {lab} seed {seed}: {cf:,.0f} -> {ce:,.0f}")
         totals["posteriors"] += 1
@@ -158,6 +160,9 @@ def main(argv=None) -> int:
               f"change their cost to b² < {args.threshold:g} (b² above it again after the stop); "
               f"evaluations {totals['full']:,.0f} -> {totals['early']:,.0f} "
               f"({1 - totals['early'] / max(totals['full'], 1):.0%} saved)")
+        if futility is not None:
+            print(f"{totals['futile']} runs stopped as futile, {totals['futile_wrong']} of them "
+                  f"wrongly (b² < {args.threshold:g} for good by the end of the full budget)")
         for line in totals["changed"]:
             print(f"  changed: {line}")
     return 0
