@@ -104,9 +104,10 @@ def _child(argv: list[str], out: str) -> None:
         phases.wrap(cls, "__init__", "model compile")
     try:
         from ckam_bench.targets import pymc as pymc_target
+        from ckam_bench.targets import pymc_compiled
 
         phases.wrap(pymc_target, "_functions", "model compile")
-        phases.wrap(pymc_target, "_compile_wrappers", "model compile")
+        phases.wrap(pymc_compiled, "compile_wrappers", "model compile")
     except ImportError:
         pass
     phases.wrap(runstatus, "trace_row", "metrics")

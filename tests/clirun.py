@@ -262,7 +262,8 @@ def _child(request: dict) -> None:
         else:
             from importlib.metadata import EntryPoint
 
-            EntryPoint(name="", value=target, group="console_scripts").load()()
+            # a console script's wrapper: sys.exit(main()), so main's return value is the code
+            raise SystemExit(EntryPoint(name="", value=target, group="console_scripts").load()())
     except SystemExit as exc:
         if exc.code is None:
             code = 0

@@ -99,7 +99,7 @@ FROZEN = {
         "ckam_bench.sweeps", "ckam_bench.slurm", "ckam_bench.stationarity", "ckam_bench.sbc",
         "ckam_bench.reference"],
     "commands": ["ckam-bench", "ckam-bench-figures", "ckam-bench-check", "ckam-bench-reference",
-                 "ckam-bench-sbc"],
+                 "ckam-bench-sbc", "ckam-bench-baselines"],
     "check_exit_codes": [0, 1, 2],
     "run_files": ["trace.parquet", "samples.parquet", "diagnostics.parquet", "status.json",
                   ".hydra/config.yaml", ".hydra/overrides.yaml", ".hydra/hydra.yaml", ".lock"],

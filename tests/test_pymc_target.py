@@ -347,7 +347,8 @@ target = P.PyMCModel(sys.argv[1])
 f, g = jit.compiled_log_density(target), jit.compiled_log_density_and_grad(target)
 x = np.linspace(-0.5, 0.5, target.dim)
 out = np.empty(target.dim)
-(made,) = P._C_FUNCTIONS.values()
+from ckam_bench.targets import pymc_compiled
+(made,) = pymc_compiled._C_FUNCTIONS.values()
 print(made["c_logp"].cache_hits, made["c_both"].cache_hits, repr(f(x)), repr(g(x, out)), repr(out.sum()))
 """
 

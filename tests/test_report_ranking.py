@@ -107,7 +107,7 @@ def test_the_ranking_says_which_runs_stopped_early_and_what_that_censors():
     censored (the cost holds unless b² rose again; final values at the stop) and the futile ones."""
     from types import SimpleNamespace
 
-    from ckam_bench.report.ranking import early_stop_note
+    from ckam_bench.report.stops import early_stop_note
 
     rule = {"metric": "bias2", "threshold": 0.01, "multiple": 4.0, "min_ess": 100.0, "futility": 10.0}
 

@@ -99,9 +99,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ckam_bench import jit
-from ckam_bench.engine import runstatus, snapshot
+from ckam_bench.engine import rundir, runstatus, snapshot
 from ckam_bench.engine.budget import UNITS, Budget, SamplerClock, Schedule, checkpoint_times
 from ckam_bench.engine.tally import Tally, booleans, ratio
 from ckam_bench.targets.base import PluginError
@@ -206,8 +207,7 @@ class Runner:
         self.progress = progress
         self.block_seconds = max(float(block_seconds), sampler_block_seconds(sampler))
         self.max_overhead = max_overhead
-        self.early_stop = early_stop  # an EarlyStop, or None (budget.early_stop.enabled: false)
-        self.stopped_early: dict | None = None
+        self.early_stop, self.stopped_early = early_stop, None  # an EarlyStop or None; its decision
         self.status_extra = dict(status_extra or {})
         self.tally = Tally(tuple(sampler.phases), target.dim, samples_capacity,
                            diagnostics_capacity, diagnostics_head)
@@ -241,11 +241,9 @@ class Runner:
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
                     stores: bool = True) -> None:
         wall = self.wall_offset + time.perf_counter() - wall_start
-        if reason == EARLY_STOP:  # stopped right after the row that decided it: no second row
-            self.latest = self.rows[-1]
-        else:
-            self.latest = runstatus.trace_row(self, wall)
-        if reason != EARLY_STOP and state not in ("interrupted", "failed"):
+        early = reason == EARLY_STOP  # stopped right after the row that decided it: no second row
+        self.latest = self.rows[-1] if early else runstatus.trace_row(self, wall)
+        if not early and state not in ("interrupted", "failed"):
             # a run that stops early keeps its rows on the schedule (its status and resume
             # state hold where it stopped), so a resumed trace equals an uninterrupted one
             self.rows.append(self.latest)
@@ -262,10 +260,6 @@ class Runner:
     def run(self) -> dict:
         """Run to the end of the budget (continuing the folder's verified resume state when
         it has one); returns the final status dictionary."""
-        from threadpoolctl import threadpool_limits
-
-        from ckam_bench.engine import rundir
-
         owned = not isinstance(self.folder, rundir.RunFolder)
         if owned:  # a plain path: claim it here
             self.folder = rundir.claim_for(self.folder, self.status_extra)
@@ -337,11 +331,9 @@ class Runner:
                          or outside <= self.max_overhead * self.timer.wall)
                 self._checkpoint(wall_start, "running", stores=heavy)
                 bar.update(self.clock, self._postfix())
-                if self.early_stop is not None:
-                    self.stopped_early = self.early_stop.decide(self.rows, self.unit,
-                                                                self.budget.limit(self.unit))
-                    if self.stopped_early is not None:
-                        return ended(self.tally), EARLY_STOP
+                self.stopped_early = decided_early(self)
+                if self.stopped_early is not None:
+                    return ended(self.tally), EARLY_STOP
             reason = self.budget.exhausted(self.position)
             if reason is not None:
                 return ended(self.tally), reason
@@ -388,6 +380,13 @@ class Runner:
 
 EARLY_STOP = "early_stop"
 """The reason of a run stopped by ``budget.early_stop`` (:class:`~ckam_bench.engine.budget.EarlyStop`)."""
+
+
+def decided_early(run) -> dict | None:
+    """What ``budget.early_stop`` decided after the run's latest row: None (go on, or no rule),
+    else what stopped it (:meth:`ckam_bench.engine.budget.EarlyStop.decide`)."""
+    rule = run.early_stop
+    return None if rule is None else rule.decide(run.rows, run.unit, run.budget.limit(run.unit))
 
 
 def ended(tally: Tally) -> str:

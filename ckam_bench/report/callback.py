@@ -15,7 +15,9 @@ exit status.
 Settings (``hydra.callbacks.sweep_report.*``): ``figures`` (default false: the figures take
 tens of seconds per target, more than a short sweep itself), ``folder`` (the report's
 sub-folder of the sweep folder), ``rank_by`` (the ranking's first key, as
-``ckam-bench-figures --rank-by``; null: the default).
+``ckam-bench-figures --rank-by``; null: the default). The posteriordb suite tables rank the
+sweep's suite runs with the shipped baselines (``--baselines auto``,
+:mod:`ckam_bench.report.baselines`).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class SweepReport(Callback):
         else:
             kinds = list(generic.GENERIC) if self.figures else []
             report = build_report(results, out, settings, kinds=kinds, formats=("png",),
-                                  log=lambda line: None)
+                                  log=lambda line: None, baselines="auto")
         lines = [f"ckam-bench: sweep report: {report.html}",
                  f"  ({len(results.runs)} runs in {len(results.groups())} configuration groups"
                  f"{f', {len(results.skipped)} skipped' if results.skipped else ''}; "

@@ -3,7 +3,7 @@
     ckam-bench-figures RESULTS_DIR --out OUT_DIR [--figures 1,3,10|all|none]
         [--generic metrics,marginals,pairs,diagnostics|all|none] [--targets bimodal,gmm2d]
         [--x sampler_seconds|iterations|n_density|n_grad|wall_seconds] [--band 10,90]
-        [--formats png,pdf] [--rank-by KEY] [--include-incomplete]
+        [--formats png,pdf] [--rank-by KEY] [--include-incomplete] [--baselines auto|none|PATH]
 
 Loads every run under RESULTS_DIR (:func:`ckam_bench.report.aggregate.load_results`), renders
 the cKAM paper's figures (:mod:`ckam_bench.report.paper_ckam`; by default those the runs
@@ -21,6 +21,9 @@ are stored under RESULTS_DIR (identified by their marker, :func:`validity.find_c
 reports get a Validity section listing each check and its verdict
 (:func:`ckam_bench.report.validity.render_validity`). :func:`build_report` does all of
 it and is what the end-of-sweep callback (:mod:`ckam_bench.report.callback`) calls.
+``--baselines`` adds stored peer runs to the posteriordb suite tables
+(:mod:`ckam_bench.report.baselines`): ``auto`` (default) the shipped file when the results hold
+suite runs (a note when none is shipped yet), ``none`` no baselines, or a baselines file.
 
 Other modules add figures or tables with one line each (no other change here)::
 
@@ -51,9 +54,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ckam_bench.engine.outputs import OutputFolder
-from ckam_bench.report import (generic, html, paper_ckam, paper_divergence, paper_gradient,
-                               paper_kamh, posterior, posteriordb_suite, ranking, sections,
-                               tables, validity)
+from ckam_bench.report import (baselines, generic, html, paper_ckam, paper_divergence,
+                               paper_gradient, paper_kamh, posterior, posteriordb_suite, ranking,
+                               sections, tables, validity)
 from ckam_bench.report.aggregate import Results, load_results
 from ckam_bench.report.drawing import NotSupported, Settings
 from ckam_bench.engine.rundir import FolderRefused
@@ -134,6 +137,16 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
+def _baselines(text: str):
+    if text.strip().lower() in ("auto", "none"):
+        return text.strip().lower()
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"expected auto, none or a baselines file, got {text!r} "
+                                         "(no such file)")
+    return path
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad argument reported in one line naming it (no usage block)."""
 
@@ -171,6 +184,10 @@ def parser() -> argparse.ArgumentParser:
                           "ties go to the next key)")
     p.add_argument("--include-incomplete", action="store_true",
                    help="use interrupted/failed runs up to their last checkpoint")
+    p.add_argument("--baselines", type=_baselines, default="auto", metavar="auto|none|PATH",
+                   help="stored peer runs ranked with the posteriordb suite runs: 'auto' (default: "
+                        "the shipped baselines when the results hold suite runs), 'none', or a "
+                        "baselines file (python -m ckam_bench.report.baselines pack)")
     return p
 
 
@@ -195,7 +212,7 @@ def _one_line(exc: Exception) -> str:
 
 def build_report(results: Results, out: Path, settings: Settings = Settings(),
                  paper: list[int] | None = (), kinds: list[str] = tuple(generic.GENERIC),
-                 formats: tuple[str, ...] = ("png",), log=print) -> Report:
+                 formats: tuple[str, ...] = ("png",), log=print, baselines="auto") -> Report:
     """Render figures and tables from ``results`` into ``out`` and write both reports.
 
     ``paper``: the cKAM paper's figure numbers (each drawn or noted as not supported), None
@@ -206,8 +223,14 @@ def build_report(results: Results, out: Path, settings: Settings = Settings(),
     :data:`FIGURE_SOURCES` and :data:`TABLE_SOURCES` is used, except a paper's
     (:data:`ckam_bench.report.sections.PAPERS`, by source name) when none of its runs are
     there. ``log`` gets one line per figure, table and note. A figure that fails is noted,
-    never fatal.
+    never fatal. ``baselines`` (``auto``, ``none`` or a file;
+    :func:`ckam_bench.report.baselines.attach`) is used unless ``results.baselines`` is
+    already set.
     """
+    if not hasattr(results, "baselines"):
+        from ckam_bench.report.baselines import attach
+
+        attach(results, baselines)
     folder = out if isinstance(out, OutputFolder) else OutputFolder.inspect(
         out, COMMAND, results_identity(results))
     final = folder.path
@@ -335,6 +358,19 @@ def main(argv: list[str] | None = None) -> int:
     for run in results.runs:  # a sampler that went wrong says so (status.json flags)
         for name, note in {**run.flags, **run.warnings}.items():
             print(f"FLAGGED {run.path}: {name}: {note}")
+    try:
+        attached = baselines.attach(results, args.baselines)
+    except baselines.BaselinesError as exc:
+        folder.discard()
+        print(f"ckam-bench-figures: invalid argument: --baselines: {str(exc).split(': ', 1)[1]}",
+              file=sys.stderr)
+        return 2
+    if attached is not None and attached.runs:
+        print(f"baselines: {len(attached.runs)} stored runs of {attached.path} on the suite's "
+              "posteriors here")
+    for line in ([attached.note] if attached is not None and attached.note else []) + [
+            d.text for d in (attached.differences if attached is not None else [])]:
+        print(line)
     settings = Settings(x=args.x, band=args.band, rank_by=args.rank_by)
     try:
         report = build_report(results, folder, settings, args.figures, args.generic,

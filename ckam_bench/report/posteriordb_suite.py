@@ -42,6 +42,14 @@ gradient-free sampler's gradient column is "–"), the final b², pass/fail and 
 A group passes when every seed passes. Over the suite, the configurations are ranked by the
 number of posteriors passed, then by the mean of their per-posterior ranks (equal: a shared
 rank), with the number of posteriors on which each ranks first.
+
+**Baselines** (:mod:`ckam_bench.report.baselines`, on ``results.baselines``): stored suite runs
+of the peers join both tables on the posteriors the results hold, labelled "(baseline)", never
+merged with a run here, their pass/fail the verdict stored with them. They have no seconds, so
+with them the tables rank on density evaluations to b² < 0.01 (:data:`EVALUATION_KEY`; ties
+without the keys in seconds) unless ``rank_by`` names a key in seconds, and a note says that
+rankings by CPU time need local peer runs; a row whose stamp differs from here is marked
+"≠ stamp", with one note line per difference.
 """
 
 from __future__ import annotations
@@ -56,12 +64,33 @@ import numpy as np
 from ckam_bench.report.aggregate import FLAG_MARK, Results, StoredRun, _tag, differing_keys
 from ckam_bench.report import ranking
 from ckam_bench.report.ranking import cost_to_accuracy, rank_order
+from ckam_bench.report.stops import early_stop_note
 from ckam_bench.report.tables import Table
 
 MEAN_TOL, SD_TOL = 0.1, 0.1
-TARGET_KEYS = ("target.", "choice.target", "loops", "target_identity.")
+TARGET_KEYS = ("target.", "choice.target", "loops", "target_identity.", "posteriordb.")
 """Settings that belong to the target, not the configuration (``loops``: whether the target had
-a compiled density; ``target_identity.*``: its model and data files by their bytes)."""
+a compiled density; ``target_identity.*``: its model and data files by their bytes;
+``posteriordb.*``: which posteriors the sweep chose)."""
+SECONDS_KEYS = ("to_acc_sampler_seconds", "ess_per_second")
+"""Ranking keys in seconds: baseline rows (:mod:`ckam_bench.report.baselines`) have none."""
+EVALUATION_KEY = "to_acc_n_density"
+"""The suite tables' first key when baseline rows are ranked and no ``rank_by`` is given: density
+evaluations to b² < 0.01 (every sampler's evaluations count there, a gradient is a density
+evaluation too), machine-independent."""
+
+LABEL = "(baseline)"
+"""The label of a baseline row (:mod:`ckam_bench.report.baselines`)."""
+MISMATCH_MARK = "≠ stamp"
+"""Appended to a baseline row whose stamp differs from here (:func:`ckam_bench.report.baselines.mismatches`)."""
+
+
+def is_baseline(item) -> bool:
+    """Whether a run, or any run of a group, came from a baselines file."""
+    runs = getattr(item, "runs", None)
+    if runs is not None:
+        return any(is_baseline(r) for r in runs)
+    return bool((getattr(item, "status", None) or {}).get("baseline"))
 
 
 def _posterior(run: StoredRun) -> str | None:
@@ -153,7 +182,10 @@ def kept_draws(run: StoredRun, samples) -> np.ndarray:
 
 def run_passes(run: StoredRun, name: str) -> bool | None:
     """Means within 0.1 reference sd and sds within 10 % on every coordinate; None without
-    stored draws or without a reference."""
+    stored draws or without a reference. A baseline run's verdict is the one packed with it
+    (its draws are not shipped)."""
+    if run.status.get("baseline"):
+        return run.status.get("passes")
     samples = run.samples()
     if samples is None or samples.empty:
         return None
@@ -189,11 +221,12 @@ def marked_note(groups) -> list[str]:
 
 def config_key(group) -> str:
     """The configuration of a group without its target's keys (module docstring)."""
+    prefix = "baseline:" if is_baseline(group) else ""  # never merged with a run here
     settings = getattr(group, "settings", None)
     if settings is None:
-        return f"label:{group.label or group.sampler}"
+        return f"{prefix}label:{group.label or group.sampler}"
     kept = {k: v for k, v in settings.items() if not k.startswith(TARGET_KEYS)}
-    return json.dumps(kept, sort_keys=True, default=str)
+    return prefix + json.dumps(kept, sort_keys=True, default=str)
 
 
 def suite_labels(configs: dict) -> dict[str, str]:
@@ -213,6 +246,9 @@ def suite_labels(configs: dict) -> dict[str, str]:
         tags = [_tag(k, settings.get(k, "unset")) for k in keys[:3]]
         tags += [f"+{len(keys) - 3} more"] if len(keys) > 3 else []
         labels[key] = f"{group.sampler} [{', '.join(tags)}]" if tags else group.sampler
+    for key, group in configs.items():
+        if is_baseline(group):
+            labels[key] += f" {LABEL}"
     seen: dict[str, int] = {}
     for key in sorted(labels):
         seen[labels[key]] = seen.get(labels[key], 0) + 1
@@ -265,24 +301,70 @@ def _cost_cell(values, censored, reasons):
     return text, sort
 
 
+class _EvaluationOrder(ranking.Order):
+    """The per-target rule with the keys in seconds (:data:`SECONDS_KEYS`) left out of the
+    order: baseline rows have no seconds, and a NaN would rank them last on every tie."""
+
+    @property
+    def order_keys(self):
+        return self._order_keys
+
+    @order_keys.setter
+    def order_keys(self, keys):  # set by Order.__init__ before it ranks
+        self._order_keys = [k for k in keys if k not in SECONDS_KEYS]
+
+
+CPU_NOTE = ("rankings by CPU time need local peer runs: baseline rows have evaluation counts "
+            "only")
+
+
+def _baseline_notes(groups, rank_by, marked) -> list[str]:
+    """The notes of a table with baseline rows: how they are ranked, and the stamp's
+    differences that mark rows of it (``marked``: group key -> differences)."""
+    if rank_by in SECONDS_KEYS:
+        notes = [f"{CPU_NOTE} (ranked on {ranking.HEADERS[rank_by]}: the baseline rows have "
+                 "none and rank after every row that has it)"]
+    else:
+        notes = [f"{LABEL} rows are stored runs (the suite table's notes say whose); ranked on "
+                 f"{ranking.HEADERS[rank_by]}, ties without the keys in seconds; {CPU_NOTE}"]
+    return notes + list(dict.fromkeys(d.text for g in groups for d in marked.get(g.key, ())))
+
+
 def tables(results: Results, settings=None) -> list[Table]:
-    """One ranking table per suite posterior and one over the suite (none without suite runs)."""
+    """One ranking table per suite posterior and one over the suite (none without suite runs).
+    With baselines on ``results.baselines`` (:func:`ckam_bench.report.baselines.attach`), their
+    groups are ranked with the runs here, labelled "(baseline)", and by default on density
+    evaluations to b² < 0.01 (:data:`EVALUATION_KEY`): they have no seconds."""
+    attached = getattr(results, "baselines", None)
+    extra = attached.groups() if attached is not None and attached.runs else []
+    rank_by = getattr(settings, "rank_by", None)
+    if extra and rank_by is None:
+        rank_by = EVALUATION_KEY
+    order_type = _EvaluationOrder if extra and rank_by not in SECONDS_KEYS else ranking.Order
+    stamp_marks = {g.key: attached.marked(g) for g in extra}
     per_posterior: dict[str, list] = {}
     configs: dict[str, object] = {}
-    for group in results.groups():
+    marked_configs: set[str] = set()
+    for group in results.groups() + extra:
         names = {_posterior(r) for r in group.runs}
         if len(names) != 1 or None in names:
             continue
         per_posterior.setdefault(names.pop(), []).append(group)
         configs.setdefault(config_key(group), group)
+        if stamp_marks.get(group.key):
+            marked_configs.add(config_key(group))
     labels = suite_labels(configs)
+    def row_label(group):  # a baseline row whose stamp differs from here is marked
+        mark = f" {MISMATCH_MARK}" if stamp_marks.get(group.key) else ""
+        return labels[config_key(group)] + mark
+
     marked = list(configs.values())
     out, ranks, passed, wins = [], {}, {}, {}
     for name in sorted(per_posterior):
         groups = per_posterior[name]
         missing = reference_missing(name)
-        order = ranking.Order(groups, getattr(settings, "rank_by", None))
-        verdict, top_note = order.top_two(label=lambda g: labels[config_key(g)])
+        order = order_type(groups, rank_by)
+        verdict, top_note = order.top_two(label=row_label)
         body, keys = [], []
         for i, (rank, group) in enumerate(zip(order.ranks, order.ordered)):
             key = config_key(group)
@@ -290,7 +372,7 @@ def tables(results: Results, settings=None) -> list[Table]:
             evaluations = [run_evaluations(r) for r in group.runs]
             reasons = sorted({why for _, why in evaluations if why})
             passes = [run_passes(r, name) for r in group.runs]
-            label = " ".join(filter(None, (labels[key], ranking.validity_mark(group),
+            label = " ".join(filter(None, (row_label(group), ranking.validity_mark(group),
                                            group.flag_text(),
                                            ranking.report_flag_text(group, order.checks))))
             grads = _cost_cell(values["to_acc_n_grad"], values["censored"], reasons)
@@ -298,6 +380,8 @@ def tables(results: Results, settings=None) -> list[Table]:
                 grads = (ranking.NOT_APPLICABLE, None)
             dens = _cost_cell(values["to_acc_n_density"], values["censored"], reasons)
             secs = _cost_cell(values["to_acc_sampler_seconds"], values["censored"], reasons)
+            if group.key in stamp_marks:  # a baseline row: no seconds (machine-dependent)
+                secs = (ranking.NA, None)
             b2 = ranking.cell(values["bias2"])
             decided = order.decided[i]
             if i == 0 and verdict and decided != "tie":
@@ -321,7 +405,9 @@ def tables(results: Results, settings=None) -> list[Table]:
                  "gradient-free sampler's gradient column is '–'); '≤ v': already below at the "
                  "first checkpoint (censored)"]
         notes += [top_note] if top_note else []
-        early = ranking.early_stop_note(groups)
+        if any(g.key in stamp_marks for g in groups):
+            notes += _baseline_notes(groups, rank_by, stamp_marks)
+        early = early_stop_note(groups)
         notes += [early] if early else []
         if missing is not None:
             notes.append(f"no reference for {name} ({missing}): b² and pass/fail are not "
@@ -329,7 +415,7 @@ def tables(results: Results, settings=None) -> list[Table]:
         checked = [(g, order.checks[g.key]) for g in groups if order.checks[g.key]]
         if checked:
             notes.append(f"{FLAG_MARK} " + "; ".join(
-                f"{labels[config_key(g)]}: " + "; ".join(found.values()) for g, found in checked))
+                f"{row_label(g)}: " + "; ".join(found.values()) for g, found in checked))
         out.append(Table(
             title=f"posteriordb {name}: ranking (last checkpoint; median [10 %, 90 %] over seeds)",
             stem=f"posteriordb_{name}",
@@ -342,7 +428,15 @@ def tables(results: Results, settings=None) -> list[Table]:
     if ranks:
         order, suite_ranks = rank_order(list(ranks), lambda k: (-passed[k], float(np.mean(ranks[k]))),
                                         name=lambda k: labels[k])
-        marks = {k: ranking.validity_mark(configs[k]) for k in ranks}
+        marks = {k: " ".join(filter(None, (MISMATCH_MARK if k in marked_configs else "",
+                                           ranking.validity_mark(configs[k])))) for k in ranks}
+        suite_notes = []
+        if attached is not None:
+            suite_notes += [attached.note] if attached.note else []
+            if extra:
+                suite_notes.append(attached.describe())
+                suite_notes += _baseline_notes(extra, rank_by, stamp_marks)[:1]
+                suite_notes += [d.text for d in attached.differences]
         out.append(Table(
             title="posteriordb suite: sampler configurations over all posteriors",
             stem="posteriordb_suite",
@@ -356,7 +450,7 @@ def tables(results: Results, settings=None) -> list[Table]:
                    "whichever posteriors it ran on; ranked by posteriors passed, then by the mean "
                    "of its per-posterior ranks (each the per-target ranking's rank, so 'ranked "
                    "first' counts the posteriors on which it is the per-target winner); equal "
-                   "values share a rank"] + marked_note(marked)))
+                   "values share a rank"] + suite_notes + marked_note(marked)))
     return out
 
 

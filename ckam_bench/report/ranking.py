@@ -59,7 +59,7 @@ result; :mod:`ckam_bench.report.aggregate` skips it flagged ``no_samples``): a n
 its group counts only the seeds that collected.
 
 **Too short to trust.** A note names every run whose min ESS at its last checkpoint is below
-:data:`ckam_bench.engine.runstatus.ESS_FLOOR` (100; :func:`short_chains`), as its end-of-run line
+:data:`ckam_bench.engine.runstatus.ESS_FLOOR` (100; :func:`ckam_bench.report.stops.short_chains`), as its end-of-run line
 did; such a run is ranked as measured.
 
 **Report flags** (:func:`report_flags`, from the stored runs, over a group's seeds):
@@ -86,7 +86,6 @@ Percentiles interpolate linearly between order statistics; a range touching ∞ 
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -94,6 +93,7 @@ import pandas as pd
 
 from ckam_bench.engine.runstatus import ESS_FLOOR
 from ckam_bench.report.aggregate import FLAG_MARK, Group, Results
+from ckam_bench.report.stops import early_stop_note, short_chains
 from ckam_bench.report.tables import NA, Table, statistic, table_notes
 
 THRESHOLD = 0.01
@@ -536,49 +536,6 @@ def ranking_table(results: Results, target: str, diagnostics: bool = True,
     return Table(title=f"Ranking on {target} (last checkpoint; median [10 %, 90 %] over seeds)",
                  stem=f"ranking_{target}", header=header, latex_header=header, rows=rows,
                  notes=notes, sort_keys=keys)
-
-
-def early_stop_note(groups) -> str | None:
-    """The note for runs that ``budget.early_stop`` stopped (None when none did): which values
-    are censored and how ties are broken then."""
-    stopped = [r for g in groups for r in g.runs if r.status.get("stopped_early")]
-    if not stopped:
-        return None
-    rules = {json.dumps(r.status["budget"]["early_stop"], sort_keys=True) for r in stopped}
-    rule = json.loads(sorted(rules)[0])
-    total = sum(len(g.runs) for g in groups)
-    futile = sum(r.status["stopped_early"].get("kind") == "futile" for r in stopped)
-    text = (f"{len(stopped)} of {total} runs stopped early (budget.early_stop: {rule['metric']} < "
-            f"{rule['threshold']:g} held from its first crossing at cost c up to "
-            f"{rule['multiple']:g}c, min ESS ≥ {rule['min_ess']:g}"
-            + ("; several rules" if len(rules) > 1 else "") + "): the cost to b² < 0.01 of a run "
-            "stopped once it was known is the one its full-budget run shows unless b² would have "
-            "risen above 0.01 again after the stop (right-censored at the stop; the rank agreement "
-            "with full budgets is in docs/running.md); its final b², KL and min ESS/s are at the "
-            "stop, so runs tied on the cost are compared at their stopping costs, a run that never "
-            "met the rule at the end of its budget")
-    if futile:
-        text += (f"; {futile} stopped as futile (b² · cost / budget ≥ {rule.get('futility')} × "
-                 f"{rule['threshold']:g}): counted as never reaching it, as at the full budget "
-                 "unless b² would have fallen faster than 1/cost")
-    return text
-
-
-def short_chains(groups: list[Group]) -> list[tuple[str, int, float]]:
-    """(group label, seed, min ESS) of each run whose min ESS at its last checkpoint is below
-    :data:`ckam_bench.engine.runstatus.ESS_FLOOR` (too short to trust); runs the runner flagged
-    are left out (their ESS means nothing)."""
-    out = []
-    for group in groups:
-        for run in group.runs:
-            if run.flags or "ess_min" not in run.trace.columns:
-                continue
-            order = "checkpoint" if "checkpoint" in run.trace.columns else "sampler_seconds"
-            last = run.trace.sort_values(order, kind="stable").iloc[-1]
-            ess = float(pd.to_numeric(pd.Series([last["ess_min"]]), errors="coerce").iloc[0])
-            if math.isfinite(ess) and ess < ESS_FLOOR:
-                out.append((group.label, run.seed, ess))
-    return out
 
 
 def rank_order(items, key, name=str):

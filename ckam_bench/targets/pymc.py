@@ -12,9 +12,10 @@ where :math:`x` is the flat vector of the model's value variables (``model.value
 order, each raveled in C order) and :math:`\theta(x)` their constrained values. PyMC builds the
 graph (``model.logp()``, Jacobians included), pytensor differentiates it and compiles it with
 its numba backend (``mode="NUMBA"``; pytensor caches the compiled code on disk, so a model
-compiles once per machine). The harness compiles a small wrapper ``f(x, grad_out) -> log π(x)``
-around pytensor's jitted function (:mod:`ckam_bench.jit`), so the samplers' compiled loops call
-the density without returning to Python. With ``CKAM_BENCH_JIT=0`` the Python loops call the
+compiles once per machine). The harness wraps pytensor's jitted functions in C-callables cached
+on disk too, and compiles small wrappers ``f(x, grad_out) -> log π(x)`` calling them
+(:mod:`ckam_bench.targets.pymc_compiled`), so the samplers' compiled loops call the density
+without returning to Python. With ``CKAM_BENCH_JIT=0`` the Python loops call the
 same graph compiled by pytensor's default (C) backend, and no numba code runs.
 
 **Data.** The model's observed values and its ``pm.Data`` containers are not compiled in: they
@@ -57,6 +58,7 @@ import numpy as np
 from ckam_bench import jit
 from ckam_bench.data import array_sha256, content_sha256
 from ckam_bench.targets.base import Target
+from ckam_bench.targets import pymc_compiled
 
 INSTALL = 'pip install "ckam-bench[pymc]"'
 INITS = ("support_point", "prior")
@@ -328,88 +330,6 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
     return out
 
 
-if jit.AVAILABLE:
-    import ctypes
-
-    import numba
-    from numba import types as _nt
-
-    _C_SIGNATURES = {"c_logp": _nt.float64(_nt.voidptr, _nt.intp, _nt.voidptr, _nt.intp),
-                     "c_both": _nt.float64(_nt.voidptr, _nt.intp, _nt.voidptr, _nt.intp, _nt.voidptr)}
-    _C_TYPES = {"c_logp": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_ssize_t,
-                                           ctypes.c_void_p, ctypes.c_ssize_t),
-                "c_both": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_ssize_t,
-                                           ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_void_p)}
-
-_C_SOURCE = {
-    "c_logp": """
-def c_logp(x_ptr, n, data_ptr, m):
-    return inner(carray(x_ptr, (n,), float64), carray(data_ptr, (m,), float64))[0][()]
-""",
-    "c_both": """
-def c_both(x_ptr, n, data_ptr, m, grad_ptr):
-    logp, grad = inner(carray(x_ptr, (n,), float64), carray(data_ptr, (m,), float64))
-    carray(grad_ptr, (n,), float64)[:] = grad
-    return logp[()]
-"""}
-_C_FUNCTIONS: dict = {}
-
-
-def _graph_key(fn) -> str | None:
-    """pytensor's own cache key of a function compiled in NUMBA mode: the SHA-256 of its
-    rewritten graph, constants included (the key under which pytensor caches the graph's numba
-    code on disk); None when pytensor has none (an op without a key) or does not say."""
-    try:
-        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
-
-        key = CACHED_SRC_FUNCTIONS.get(fn.vm.jit_fn.py_func)
-    except (ImportError, AttributeError, TypeError):
-        return None
-    if key is None:
-        return None
-    import pytensor
-
-    return f"{key}\0pytensor {pytensor.__version__}\0numba {numba.__version__}"
-
-
-def _c_functions(key: tuple, logp_fn, both_fn) -> dict:
-    """C-callable ``c_logp(x, n, data, m)`` and ``c_both(x, n, data, m, grad_out)`` around
-    pytensor's jitted functions: compiled once per machine and loaded from the disk cache by
-    every later process (:func:`ckam_bench.jit.keyed_cfunc`, keyed by pytensor's key of each
-    graph), since compiling them links and optimises the whole graph's code again (3–4 s for a
-    small regression). Kept for the process, per model."""
-    made = _C_FUNCTIONS.get(key)
-    if made is None:
-        made = {}
-        for name, fn in (("c_logp", logp_fn), ("c_both", both_fn)):
-            env = {"inner": fn.vm.jit_fn, "carray": numba.carray, "float64": np.float64}
-            made[name] = jit.keyed_cfunc(_C_SOURCE[name], name, env, _C_SIGNATURES[name], _graph_key(fn))
-        _C_FUNCTIONS[key] = made
-    return made
-
-
-def _compile_wrappers(c_functions: dict, buffer: np.ndarray):
-    """njit-ed ``f(x) -> log π(x)`` and ``f(x, grad_out) -> log π(x)`` calling the model's
-    C-callables (:func:`_c_functions`) by address with the target's data buffer, read through
-    its address (the buffer belongs to the target, which keeps it alive and fixed in place).
-    Small: they compile in ~0.1 s, as they call the graph's code rather than compile it in."""
-    c_logp = _C_TYPES["c_logp"](c_functions["c_logp"].address)
-    c_both = _C_TYPES["c_both"](c_functions["c_both"].address)
-    address, n = buffer.ctypes.data, buffer.shape[0]
-    as_pointer = jit.as_pointer
-
-    def log_density(x):
-        x = np.ascontiguousarray(x)
-        return c_logp(as_pointer(x.ctypes.data), x.shape[0], as_pointer(address), n)
-
-    def log_density_and_grad(x, grad_out):
-        x = np.ascontiguousarray(x)
-        return c_both(as_pointer(x.ctypes.data), x.shape[0], as_pointer(address), n,
-                      as_pointer(grad_out.ctypes.data))
-
-    return numba.njit(log_density), numba.njit(log_density_and_grad)
-
-
 # ---------------------------------------------------------------------------- target
 class PyMCModel(Target):
     """The posterior of a PyMC model on its unconstrained space (see the module docstring).
@@ -521,7 +441,8 @@ class PyMCModel(Target):
             if entry is None or entry["owner"]() is not None:
                 fns = _functions(self.spec, self.model, self.layout, "NUMBA")
                 entry = {"buffer": self.buffer, "owner": weakref.ref(self),
-                         "wrappers": _compile_wrappers(_c_functions(key, fns[0], fns[1]), self.buffer)}
+                         "wrappers": pymc_compiled.compile_wrappers(
+                             pymc_compiled.c_functions(key, fns[0], fns[1]), self.buffer)}
                 _WRAPPERS[key] = entry
             else:
                 entry["buffer"][:] = self.buffer

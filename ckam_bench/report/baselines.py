@@ -1,0 +1,606 @@
+r"""Baselines that travel: stored suite runs of the peers, shipped as one compact file and ranked
+with a user's runs in the posteriordb suite tables (issue 44 §1; docs/posteriordb.md,
+"Baselines").
+
+Evaluation counts (gradient and density evaluations until b² < 0.01) do not depend on the
+machine, so the suite runs of the peers (nutpie, NumPyro, BlackJAX, MAMS, the harness's NUTS)
+can be run once and shipped. :func:`pack` reads every suite run under a results folder
+(:func:`ckam_bench.report.aggregate.load_results`; a suite run is one whose
+:func:`ckam_bench.report.posteriordb_suite._posterior` is not None) and writes one parquet file
+(zstd): one row per run and checkpoint with only the machine-independent columns the suite
+tables and the ranking read (:data:`TRACE_COLUMNS`; ``sampler_seconds`` is kept for the record
+but depends on the machine, and :func:`load` does not rank on it), and per run its posterior,
+seed, sampler, label, full settings, state, flags, ``stopped_early`` and its pass/fail verdict
+against the reference (:func:`ckam_bench.report.posteriordb_suite.run_passes`, computed when
+packing because the draws are not shipped), plus the R-hat and MCSE across its group's seeds
+(the report's "seeds disagree" check needs the draws too). The **stamp** (provenance) is the
+file's key-value metadata (``ckam_bench.baselines``, JSON): installed versions of
+:data:`PACKAGES`, the git commit, posteriordb's commit and each posterior's reference id
+(:func:`reference_id`: posteriordb's reference name, or the harness's certified reference id,
+plus the sha256 of the reference file's bytes), the budget (:func:`budget_of`), the command that
+made the runs, the creation time, seeds, samplers, posteriors and the CPU-hours of the runs
+(sampler CPU seconds plus warm-up seconds, from each status' totals).
+
+:func:`load` gives the runs back as :class:`BaselineRun` (a
+:class:`~ckam_bench.report.aggregate.StoredRun` with ``status["baseline"] = True``, its stored
+settings and a config rebuilt from them); :func:`mismatches` lists, one line each, what differs
+between the stamp and the user's situation (an installed peer version, the budget of the
+user's suite runs, a reference id), and :func:`attach` puts the baselines on a
+:class:`~ckam_bench.report.aggregate.Results` for the suite tables
+(``ckam-bench-figures --baselines auto|none|PATH``).
+
+Command line::
+
+    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..."
+    ckam-bench-baselines show FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ckam_bench.report.aggregate import Group, Results, StoredRun, group_runs, load_results
+from ckam_bench.report.posteriordb_suite import LABEL, MISMATCH_MARK, _posterior, is_baseline, run_passes
+
+SHIPPED = Path(__file__).resolve().parent.parent / "posteriordb" / "baselines" / "baselines.parquet"
+"""The shipped baselines (package data); absent until the project lead generates them."""
+STAMP_KEY = b"ckam_bench.baselines"
+FORMAT = 1
+PACKAGES = ("ckam-bench", "nutpie", "numpyro", "blackjax", "jax", "pymc", "pytensor", "numba")
+"""Installed versions recorded in the stamp and compared with the user's."""
+TRACE_COLUMNS = ("checkpoint", "iterations", "n_collected", "n_density", "n_grad", "bias2",
+                 "mean_error", "second_moment_error", "ess_min", "ess_per_grad",
+                 "ess_per_density", "kl", "n_divergent", "moments_discarded", "sampler_seconds")
+"""Per checkpoint: the machine-independent columns the suite tables and ranking read
+(``kl``, ``n_divergent``, ``moments_discarded`` when the runs have them), and
+``sampler_seconds``, kept for the record though it depends on the machine."""
+MACHINE_DEPENDENT = ("sampler_seconds",)
+STATUS_KEYS = ("reason", "kernel", "dim", "budget", "checkpoint_unit", "sampler_info",
+               "target_identity", "metrics_info", "provenance")
+"""The parts of a run's status kept (``provenance`` trimmed to ``loops``)."""
+LIBRARY_PACKAGES = {"nutpie": ("nutpie",), "numpyro": ("numpyro", "jax"),
+                    "blackjax": ("blackjax", "jax")}
+"""A peer's library (``sampler_info.library``) -> the packages its runs depend on beyond those
+every run depends on (ckam-bench computes the metrics; pymc, pytensor and numba the model)."""
+COMMON_PACKAGES = ("ckam-bench", "pymc", "pytensor", "numba")
+BUDGET_KEYS = ("max_density", "max_grad", "checkpoint.on", "checkpoint.first",
+               "checkpoint.per_decade", "early_stop")
+class BaselinesError(ValueError):
+    """Bad input, named by the argument it came from (``argument``)."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
+# ---------------------------------------------------------------------------- the stamp
+def installed_versions() -> dict[str, str | None]:
+    """Installed version of each of :data:`PACKAGES` (None: not installed)."""
+    from importlib import metadata
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _git_commit() -> str | None:
+    """The commit of the checkout ckam_bench is imported from, None when not a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _file_id(path: Path, _mtime_ns: int, _size: int) -> str:
+    return _sha256(path)[:16]
+
+
+def reference_id(name: str) -> str | None:
+    """The id of suite posterior ``name``'s reference as it is here: ``posteriordb:<reference
+    name>@<sha256 of the shipped npz>`` for posteriordb's draws, ``harness:<reference id>@<sha256
+    of the certified file>`` for a reference the harness certified
+    (:func:`ckam_bench.posteriordb.subset.reference_status`); None without one. From the file's
+    bytes, never from floating-point results."""
+    from ckam_bench.posteriordb import POSTERIORDB, registered
+    from ckam_bench.posteriordb.subset import reference_status
+
+    if name not in registered():
+        return None
+    status = reference_status(name)
+    if not status.found:
+        return None
+    stat = status.path.stat()
+    digest = _file_id(status.path, stat.st_mtime_ns, stat.st_size)
+    label = registered()[name].reference if status.source == POSTERIORDB else status.path.stem
+    return f"{status.source}:{label}@sha256:{digest}"
+
+
+def budget_of(run: StoredRun) -> dict:
+    """The budget a suite run ran under (:data:`BUDGET_KEYS`): evaluation caps and early-stop
+    rule from its status' ``budget``, the checkpoint schedule from its config."""
+    budget = run.status.get("budget") or {}
+    checkpoint = (run.config or {}).get("checkpoint") or {}
+    return {"max_density": budget.get("max_density"), "max_grad": budget.get("max_grad"),
+            "checkpoint.on": checkpoint.get("on"), "checkpoint.first": checkpoint.get("first"),
+            "checkpoint.per_decade": checkpoint.get("per_decade"),
+            "early_stop": budget.get("early_stop")}
+
+
+def _cpu_seconds(run: StoredRun) -> float:
+    totals = run.status.get("totals") or {}
+    return sum(float(totals.get(k) or 0.0) for k in ("sampler_cpu_seconds", "warmup_seconds"))
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------------------- pack
+def _suite_runs(results: Results) -> list[tuple[StoredRun, str]]:
+
+    return [(run, name) for run in results.runs if (name := _posterior(run)) is not None]
+
+
+def pack(results_folder, out_file, command: str) -> dict:
+    """Write the suite runs under ``results_folder`` to ``out_file`` (module docstring);
+    returns the stamp. Raises :class:`BaselinesError` when there is no suite run, the runs have
+    several budgets, or ``out_file`` exists and is not a baselines file (never overwritten)."""
+    from ckam_bench.report import ranking
+
+    folder, out = Path(results_folder), Path(out_file)
+    if not folder.is_dir():
+        raise BaselinesError("FOLDER", f"{folder} is not a folder")
+    if out.is_dir():
+        raise BaselinesError("OUT", f"{out} is a folder")
+    if out.exists():
+        try:
+            read_stamp(out)
+        except BaselinesError:
+            raise BaselinesError("OUT", f"{out} exists and is not a baselines file: not "
+                                        "overwritten") from None
+    if not str(command).strip():
+        raise BaselinesError("--command", "empty")
+    results = load_results(folder)
+    suite = _suite_runs(results)
+    if not suite:
+        raise BaselinesError("FOLDER", f"no complete posteriordb suite run under {folder}")
+    budgets = {_json(budget_of(run)) for run, _ in suite}
+    if len(budgets) > 1:
+        raise BaselinesError("FOLDER", f"the suite runs under {folder} have {len(budgets)} "
+                                       "budgets; pack one budget at a time")
+    in_suite = {run.run_id for run, _ in suite}
+    labels, diagnostics = {}, {}
+    for group in results.groups():
+        if not {r.run_id for r in group.runs} <= in_suite:
+            continue
+        seeds = ranking.group_diagnostics(group)  # R-hat, MCSE across seeds: needs the draws
+        for run in group.runs:
+            labels[run.run_id] = group.label
+            diagnostics[run.run_id] = (seeds["rhat"], seeds["mcse"], group.seeds)
+    frames = []
+    for run, name in suite:
+        if run.run_id not in labels:  # a seed run twice: the group kept another folder
+            continue
+        trace = run.trace
+        frame = pd.DataFrame({c: pd.to_numeric(trace[c], errors="coerce") if c in trace
+                              else np.nan for c in TRACE_COLUMNS})
+        status = {k: run.status.get(k) for k in STATUS_KEYS if k in run.status}
+        status["provenance"] = {"loops": (run.status.get("provenance") or {}).get("loops")}
+        moments = ((status.get("metrics_info") or {}).get("moments") or {})
+        status["metrics_info"] = {"moments": {k: moments[k] for k in ("truth", "reference_id",
+                                                                      "discard") if k in moments}}
+        rhat, mcse, seeds = diagnostics[run.run_id]
+        passes = run_passes(run, name)
+        run_columns = {
+            "run_id": run.run_id, "posterior": name, "model": run.config["target"]["model"],
+            "target": run.target, "sampler": run.sampler, "seed": run.seed,
+            "label": labels[run.run_id], "settings": _json(run.settings), "state": run.state,
+            "flags": json.dumps({k: (run.status.get("flag_notes") or {}).get(k, k)
+                                 for k in run.status.get("flags") or ()}),
+            "stopped_early": _json(run.status.get("stopped_early")),
+            "passes": "n/a" if passes is None else ("pass" if passes else "fail"),
+            "seeds_rhat": rhat, "seeds_mcse": mcse, "group_seeds": json.dumps(seeds),
+            "status": _json(status)}
+        for key, value in run_columns.items():
+            frame[key] = value
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True)
+    optional = ("kl", "n_divergent", "moments_discarded")  # kept when some run has them
+    table = table[[c for c in table.columns if c not in TRACE_COLUMNS]
+                  + [c for c in TRACE_COLUMNS if c not in optional or table[c].notna().any()]]
+    runs = [run for run, _ in suite if run.run_id in labels]
+    names = sorted({name for _, name in suite})
+    commits = sorted({c for run in runs if (c := (run.status.get("provenance") or {}).get("git_commit"))})
+    stamp = {
+        "format": FORMAT,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": str(command),
+        "versions": installed_versions(),
+        "git_commit": commits[0] if len(commits) == 1 else (commits or _git_commit()),
+        "posteriordb_commit": _posteriordb_commit(),
+        "references": {name: reference_id(name) for name in names},
+        "budget": json.loads(budgets.pop()),
+        "seeds": sorted({run.seed for run in runs}),
+        "samplers": sorted({run.sampler for run in runs}),
+        "configurations": sorted(set(labels.values())),
+        "posteriors": names,
+        "runs": len(runs),
+        "cpu_hours": sum(_cpu_seconds(run) for run in runs) / 3600.0,
+        "machine_dependent": list(MACHINE_DEPENDENT),
+        "left_out": [f"{item.path.name}: {item.reason}" for item in results.skipped],
+    }
+    _write(table, stamp, out)
+    return stamp
+
+
+def _posteriordb_commit() -> str:
+    from ckam_bench.posteriordb import POSTERIORDB_COMMIT
+
+    return POSTERIORDB_COMMIT
+
+
+def _write(frame: pd.DataFrame, stamp: dict, out: Path) -> None:
+    """Write ``frame`` with ``stamp`` in its metadata to ``out`` atomically (a temporary file
+    in the same folder, then a rename)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           STAMP_KEY: json.dumps(stamp).encode()})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    try:
+        pq.write_table(table, tmp, compression="zstd", compression_level=9)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# ---------------------------------------------------------------------------- load
+@dataclass
+class BaselineRun(StoredRun):
+    """A stored run read from a baselines file: no draws, no diagnostics; its settings are the
+    ones stored (``status["baseline"]`` is True; ``status["passes"]`` the verdict packed)."""
+
+    stored_settings: dict = field(default_factory=dict)
+
+    @property
+    def settings(self) -> dict:
+        return dict(self.stored_settings)
+
+
+def _unflatten(flat: dict) -> dict:
+    """The nested config of flat settings (group choices, loop mode and target identity left out)."""
+    out: dict = {}
+    for key, value in flat.items():
+        if key.startswith(("choice.", "target_identity.")) or key in ("preset", "loops"):
+            continue
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def read_stamp(path) -> dict:
+    """The stamp of baselines file ``path``; :class:`BaselinesError` when it is not one."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except Exception as exc:  # not parquet, truncated, unreadable
+        raise BaselinesError("baselines", f"{path} is not a parquet file ({exc})".splitlines()[0]) from None
+    if STAMP_KEY not in metadata:
+        raise BaselinesError("baselines", f"{path} is not a ckam-bench baselines file (no stamp)")
+    return json.loads(metadata[STAMP_KEY])
+
+
+def load(path) -> tuple[list[BaselineRun], dict]:
+    """(runs, stamp) of baselines file ``path`` (module docstring): each run a
+    :class:`BaselineRun` whose trace holds the packed columns, ``sampler_seconds`` (machine
+    dependent) moved to ``packed_sampler_seconds`` and left NaN so nothing ranks on it."""
+    path = Path(path)
+    stamp = read_stamp(path)
+    frame = pd.read_parquet(path)
+    runs = []
+    for run_id, rows in frame.groupby("run_id", sort=False):
+        first = rows.iloc[0]
+        status = json.loads(first["status"])
+        flags = json.loads(first["flags"])
+        passes = {"pass": True, "fail": False}.get(first["passes"])
+        status.update({"run_id": run_id, "state": first["state"], "target": first["target"],
+                       "sampler": first["sampler"], "seed": int(first["seed"]),
+                       "flags": list(flags), "flag_notes": flags,
+                       "stopped_early": json.loads(first["stopped_early"]),
+                       "baseline": True, "passes": passes, "posterior": first["posterior"],
+                       "label": first["label"],
+                       "seeds_diagnostics": {"rhat": float(first["seeds_rhat"]),
+                                             "mcse": float(first["seeds_mcse"]),
+                                             "seeds": json.loads(first["group_seeds"])}})
+        settings = json.loads(first["settings"])
+        trace = rows[[c for c in TRACE_COLUMNS if c in rows.columns]].copy()
+        trace["packed_sampler_seconds"] = trace.pop("sampler_seconds")
+        trace["sampler_seconds"] = np.nan  # machine-dependent: baseline rows rank on counts only
+        trace = trace.sort_values("checkpoint", kind="stable").reset_index(drop=True)
+        run = BaselineRun(path / f"{first['posterior']}/{first['sampler']}/seed{int(first['seed'])}",
+                          status, _unflatten(settings),
+                          {"experiment": settings.get("preset"), "sampler": first["sampler"],
+                           "target": "pymc"}, trace, has_samples=False, has_diagnostics=False,
+                          stored_settings=settings)
+        run.trace = trace.assign(run_id=run.run_id, target=run.target, sampler=run.sampler,
+                                 kernel=run.kernel, seed=run.seed, experiment=run.experiment,
+                                 state=run.state, path=str(run.path))
+        runs.append(run)
+    return runs, stamp
+
+
+# ---------------------------------------------------------------------------- mismatches
+@dataclass(frozen=True)
+class Difference:
+    """One way the stamp differs from here: its line, and the baseline runs it concerns
+    (``packages``: runs depending on one of them; ``posterior``: runs of it; neither: all)."""
+
+    text: str
+    packages: tuple[str, ...] = ()
+    posterior: str | None = None
+
+    def applies(self, run: StoredRun) -> bool:
+        if self.posterior is not None:
+            return (run.status.get("posterior") or _posterior_of(run)) == self.posterior
+        return not self.packages or bool(set(self.packages) & set(run_packages(run)))
+
+
+def _posterior_of(run) -> str | None:
+
+    return _posterior(run)
+
+
+def run_packages(run: StoredRun) -> tuple[str, ...]:
+    """The packages of :data:`PACKAGES` a run's values depend on."""
+    library = str((run.status.get("sampler_info") or {}).get("library") or "").split(" ")[0]
+    return COMMON_PACKAGES + LIBRARY_PACKAGES.get(library.lower(), ())
+
+
+def _budget_text(budget: dict, keys) -> str:
+    def value(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} {value(x)}" for k, x in v.items()) + "}"
+        return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+    return ", ".join(f"{k}={value(budget.get(k))}" for k in keys)
+
+
+def differences(stamp: dict, runs) -> list[Difference]:
+    """What differs between ``stamp`` and here, given the user's ``runs`` (their suite runs
+    count): installed versions, their budget, their posteriors' reference ids."""
+
+    out = []
+    here = installed_versions()
+    for name, made in (stamp.get("versions") or {}).items():
+        now = here.get(name)
+        if made is not None and now is not None and now != made:
+            out.append(Difference(f"baselines stamp: {name} {now} is installed, the baselines were "
+                                  f"made with {name} {made}: their rows that depend on it are "
+                                  f"marked {MISMATCH_MARK}", (name,)))
+    suite = [(run, name) for run in runs if not is_baseline(run)
+             and (name := _posterior(run)) is not None]
+    made = stamp.get("budget") or {}
+    budgets = {_json(budget_of(run)): budget_of(run) for run, _ in suite}
+    differing = [k for k in BUDGET_KEYS if any(_json(b.get(k)) != _json(made.get(k))
+                                               for b in budgets.values())]
+    if differing:
+        yours = " | ".join(_budget_text(b, differing) for b in budgets.values())
+        out.append(Difference(f"baselines stamp: the baselines ran {_budget_text(made, differing)}, "
+                              f"your suite runs {yours}: every baseline row is marked "
+                              f"{MISMATCH_MARK} (a cost measured under another budget or "
+                              "checkpoint schedule is not comparable)"))
+    references = stamp.get("references") or {}
+    for name in sorted({name for _, name in suite} & set(references)):
+        now = reference_id(name)
+        if now != references[name]:
+            out.append(Difference(f"baselines stamp: the reference of {name} is {now or 'missing'} "
+                                  f"here, the baselines were measured against {references[name]}: "
+                                  f"their rows on it are marked {MISMATCH_MARK}",
+                                  posterior=name))
+    return out
+
+
+def mismatches(stamp: dict, runs) -> list[str]:
+    """One line per difference between ``stamp`` and the user's situation (:func:`differences`):
+    an installed version differing from the stamp's (a package not installed here is no
+    difference: the baselines stand in for it), a budget or checkpoint schedule of the user's
+    suite runs differing from the stamp's, a reference id differing from this suite's."""
+    return [d.text for d in differences(stamp, runs)]
+
+
+# ---------------------------------------------------------------------------- the report
+@dataclass
+class Attached:
+    """Baselines attached to a :class:`~ckam_bench.report.aggregate.Results` (``results.baselines``)
+    for the suite tables: their runs on the posteriors the results hold, the stamp, the
+    differences, and a note when there are none to use."""
+
+    path: Path | None
+    runs: list[BaselineRun] = field(default_factory=list)
+    stamp: dict = field(default_factory=dict)
+    differences: list[Difference] = field(default_factory=list)
+    note: str = ""
+
+    def groups(self) -> list[Group]:
+        """The baseline runs grouped by configuration (never with a user's run), each group's
+        seed diagnostics the packed ones."""
+        groups = group_runs(self.runs)
+        for group in groups:
+            group.key = f"baseline:{group.key}"  # the ranking keys its values by group key
+            stored = [r.status.get("seeds_diagnostics") or {} for r in group.runs]
+            if stored and all(s.get("seeds") == group.seeds for s in stored):
+                group._seed_diagnostics = {"rhat": stored[0]["rhat"], "mcse": stored[0]["mcse"]}
+        return groups
+
+    def marked(self, group) -> list[Difference]:
+        """The differences that concern a baseline group's runs."""
+        if not is_baseline(group):
+            return []
+        return [d for d in self.differences if any(d.applies(r) for r in group.runs)]
+
+    def describe(self) -> str:
+        """One note: what the baseline rows are."""
+        s = self.stamp
+        return (f"{LABEL}: stored suite runs of {self.path} (made {s.get('created')} by "
+                f"`{s.get('command')}`; ckam-bench {(s.get('versions') or {}).get('ckam-bench')}, "
+                f"seeds {', '.join(map(str, s.get('seeds') or []))}), on the posteriors of these "
+                "results only; they carry evaluation counts and the pass/fail verdict computed "
+                "when packed, no seconds, and are never merged with a run here")
+
+
+def choose(choice) -> Path | None:
+    """The baselines file ``--baselines`` names: ``none`` → None, ``auto`` → the shipped file
+    (None when absent), else the path."""
+    if choice is None or str(choice) == "none":
+        return None
+    if str(choice) == "auto":
+        return SHIPPED if SHIPPED.is_file() else None
+    return Path(choice)
+
+
+def attach(results: Results, choice="auto") -> Attached | None:
+    """Load the baselines ``choice`` names (:func:`choose`) onto ``results.baselines`` for the
+    suite tables, keeping the runs on posteriors the results hold suite runs of; returns it
+    (None: none asked for, or no suite run). ``auto`` with no shipped file gives an
+    :class:`Attached` whose note says none are shipped yet; an unreadable shipped file, a note
+    saying so. A named file that cannot be read raises :class:`BaselinesError`."""
+
+    names = {n for run in results.runs if (n := _posterior(run)) is not None}
+    if not names or choice is None or str(choice) == "none":
+        results.baselines = None
+        return None
+    path = choose(choice)
+    if path is None:
+        attached = Attached(None, note=f"no baselines are shipped yet ({SHIPPED.name} is absent "
+                                       "from ckam_bench/posteriordb/baselines/): only the runs of "
+                                       "these results are ranked")
+    else:
+        try:
+            runs, stamp = load(path)
+        except BaselinesError:
+            if str(choice) != "auto":
+                raise
+            attached = Attached(path, note=f"the shipped baselines {path} cannot be read: not used")
+        else:
+            kept = [r for r in runs if r.status.get("posterior") in names]
+            attached = Attached(path, kept, stamp, differences(stamp, results.runs))
+            if not kept:
+                attached.note = (f"the baselines {path} hold none of these posteriors "
+                                 f"({len(stamp.get('posteriors') or [])} posteriors): not used")
+    results.baselines = attached
+    return attached
+
+
+# ---------------------------------------------------------------------------- command line
+def coverage(runs: list[BaselineRun]) -> list[str]:
+    """Lines: posteriors × samplers × seeds, and per sampler what is missing."""
+    posteriors = sorted({r.status["posterior"] for r in runs})
+    configurations = sorted({r.status["label"] for r in runs})
+    seeds = sorted({r.seed for r in runs})
+    full = len(posteriors) * len(configurations) * len(seeds)
+    lines = [f"coverage: {len(posteriors)} posteriors × {len(configurations)} sampler "
+             f"configurations × {len(seeds)} seeds = {full} runs, {len(runs)} present"]
+    for label in configurations:
+        mine = [r for r in runs if r.status["label"] == label]
+        missing = len(posteriors) * len(seeds) - len(mine)
+        passed = sum(r.status.get("passes") is True for r in mine)
+        lines.append(f"  {label}: {len({r.status['posterior'] for r in mine})} posteriors, "
+                     f"{len(mine)} runs, {passed} pass the reference"
+                     + (f", {missing} missing" if missing else ""))
+    return lines
+
+
+def show(path) -> list[str]:
+    """The lines ``show`` prints: the stamp, then the coverage."""
+    runs, stamp = load(path)
+    lines = [f"baselines {path}"]
+    for key, value in stamp.items():
+        if key == "cpu_hours":
+            value = f"{value:.3g}"
+        elif isinstance(value, (dict, list)):
+            value = json.dumps(value, sort_keys=True)
+        lines.append(f"  {key}: {value}")
+    return lines + coverage(runs)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, a bad argument in one line naming it (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: invalid argument: {message} (see --help)\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="ckam-bench-baselines",
+                description="Pack stored posteriordb suite runs into a baselines file, or show one.")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    packing = sub.add_parser("pack", help="write the suite runs under FOLDER to OUT")
+    packing.add_argument("folder", type=Path, metavar="FOLDER", help="results folder (searched recursively)")
+    packing.add_argument("out", type=Path, metavar="OUT", help="the baselines parquet file to write")
+    packing.add_argument("--command", required=True,
+                         help="the command that made the runs (recorded in the stamp)")
+    showing = sub.add_parser("show", help="print a baselines file's stamp and coverage")
+    showing.add_argument("file", type=Path, metavar="FILE")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    prog = "ckam-bench-baselines"
+    try:
+        if args.action == "pack":
+            stamp = pack(args.folder, args.out, args.command)
+            print(f"baselines: {stamp['runs']} runs ({len(stamp['posteriors'])} posteriors × "
+                  f"{len(stamp['configurations'])} sampler configurations × "
+                  f"{len(stamp['seeds'])} seeds, "
+                  f"{stamp['cpu_hours']:.3g} CPU-hours) -> {args.out}")
+        else:
+            if not args.file.is_file():
+                raise BaselinesError("FILE", f"{args.file} is not a file")
+            try:
+                print("\n".join(show(args.file)))
+            except BaselinesError as exc:
+                raise BaselinesError("FILE", str(exc).split(": ", 1)[1]) from None
+    except BaselinesError as exc:
+        print(f"{prog}: invalid argument: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
