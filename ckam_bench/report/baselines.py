@@ -55,7 +55,8 @@ from ckam_bench.report.aggregate import Group, Results, StoredRun, group_runs, l
 from ckam_bench.report.posteriordb_suite import LABEL, MISMATCH_MARK, _posterior, is_baseline, run_passes
 
 SHIPPED = Path(__file__).resolve().parent.parent / "posteriordb" / "baselines" / "baselines.parquet"
-"""The shipped baselines (package data); absent until the project lead generates them."""
+"""The shipped baselines (package data); absent until they are made (docs/posteriordb.md,
+"Regenerating them")."""
 STAMP_KEY = b"ckam_bench.baselines"
 FORMAT = 1
 PACKAGES = ("ckam-bench", "nutpie", "numpyro", "blackjax", "jax", "pymc", "pytensor", "numba")
@@ -77,6 +78,8 @@ every run depends on (ckam-bench computes the metrics; pymc, pytensor and numba 
 COMMON_PACKAGES = ("ckam-bench", "pymc", "pytensor", "numba")
 BUDGET_KEYS = ("max_density", "max_grad", "checkpoint.on", "checkpoint.first",
                "checkpoint.per_decade", "early_stop")
+
+
 class BaselinesError(ValueError):
     """Bad input, named by the argument it came from (``argument``)."""
 
