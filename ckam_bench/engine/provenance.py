@@ -39,14 +39,19 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def versions() -> dict:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
+def package_versions(names) -> dict[str, str | None]:
+    """The installed version of each distribution of ``names`` (None: not installed)."""
+    out = {}
+    for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+def versions() -> dict:
+    return {"python": platform.python_version(), **package_versions(PACKAGES)}
 
 
 def source() -> dict:

@@ -41,7 +41,6 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ckam_bench.engine import provenance
 from ckam_bench.report.aggregate import Group, Results, StoredRun, group_runs, load_results
 from ckam_bench.report.posteriordb_suite import LABEL, MISMATCH_MARK, _posterior, is_baseline, run_passes
 
@@ -91,25 +91,12 @@ class BaselinesError(ValueError):
 # ---------------------------------------------------------------------------- the stamp
 def installed_versions() -> dict[str, str | None]:
     """Installed version of each of :data:`PACKAGES` (None: not installed)."""
-    from importlib import metadata
-
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    return provenance.package_versions(PACKAGES)
 
 
 def _git_commit() -> str | None:
     """The commit of the checkout ckam_bench is imported from, None when not a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return provenance.source()["git_commit"]
 
 
 def _sha256(path: Path) -> str:
