@@ -608,3 +608,17 @@ def test_the_early_stop_end_line_and_a_disabled_rule_keeps_the_config_hash():
     off = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": False, "multiple": 4.0}}}
     on = {"seed": 0, "budget": {"seconds": 1.0, "early_stop": {"enabled": True, "multiple": 4.0}}}
     assert config_digest(off, "compiled") == config_digest(old, "compiled") != config_digest(on, "compiled")
+
+
+def test_settings_of_an_early_stop_that_is_off_do_not_split_a_configuration():
+    """Runs made before budget.early_stop existed, with it off, or off with other settings are
+    one configuration in the reports (as their config hash is one); on, the rule is part of it."""
+    from ckam_bench.engine.store import without_inactive
+
+    base = {"choice.sampler": "nuts", "budget.seconds": 1.0}
+    off = {**base, "budget.early_stop.enabled": False, "budget.early_stop.futility": None}
+    assert without_inactive(off) == base == without_inactive({**base, "budget.early_stop": None})
+    on = {**base, "budget.early_stop.enabled": True, "budget.early_stop.multiple": 4.0}
+    assert without_inactive(on) == on
+    recorded = {**base, "budget.early_stop": {"metric": "bias2", "multiple": 4.0}}  # from a status
+    assert without_inactive(recorded) == recorded

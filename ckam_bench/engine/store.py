@@ -179,6 +179,17 @@ def config_digest(plain: dict, loops: str) -> str:
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def without_inactive(flat: dict) -> dict:
+    """Flat settings (``{dotted.key: value}``) without those of an option that is off: the
+    ``budget.early_stop.*`` keys when ``budget.early_stop.enabled`` is not true, as
+    :func:`config_digest` leaves them out, so a run made before the key existed and one made
+    with it off are one configuration."""
+    if flat.get("budget.early_stop.enabled") is True or isinstance(flat.get("budget.early_stop"), dict):
+        return flat  # on (a status.json records the rule itself, and null when off)
+    return {k: v for k, v in flat.items()
+            if not (k == "budget.early_stop" or k.startswith("budget.early_stop."))}
+
+
 IDENTITY_KEY = "target_identity"
 """The ``status.json`` key (and run marker key) of a run's :func:`target_identity`."""
 

@@ -196,7 +196,7 @@ class StoredRun:
             flat["kernel"] = self.kernel
             budget = self.status.get("budget") or {}
             flat.update({f"budget.{k}": v for k, v in budget.items()})
-        return flat
+        return store.without_inactive(flat)
 
     @property
     def config_key(self) -> str:
