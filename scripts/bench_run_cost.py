@@ -12,8 +12,8 @@ time (``time.process_time``: every thread) spent in it, exclusive of the phases 
   config's validation;
 * ``build``: the target and the sampler instantiated (a PyMC model loaded, its layout read:
   PyMC imported in the cold run);
-* ``model compile``: the target's compiled density (pytensor's functions and the numba
-  wrappers of a PyMC model; a built-in target's cfunc);
+* ``model compile``: the target's compiled density (pytensor's functions, the C-callables
+  around them and the numba wrappers of a PyMC model; a built-in target's cfunc);
 * ``sampler compile``: the rest of ``sampler.warm_up`` (the sampler's kernels);
 * ``sampling``: the sampler clock's CPU time (a NUTS adaptation's iterations included);
 * ``metrics``: the checkpoint rows (ESS, moments, b², KL …), off the sampler clock;
@@ -108,6 +108,7 @@ def _child(argv: list[str], out: str) -> None:
 
         phases.wrap(pymc_target, "_functions", "model compile")
         phases.wrap(pymc_compiled, "compile_wrappers", "model compile")
+        phases.wrap(pymc_compiled, "c_functions", "model compile")
     except ImportError:
         pass
     phases.wrap(runstatus, "trace_row", "metrics")
