@@ -139,11 +139,9 @@ def build(cfg: DictConfig, labels: dict, out_dir) -> Runner:
     try:
         budget = Budget(float(b.seconds), b.max_iterations, b.wall_seconds, b.max_density,
                         b.max_grad, b.clock)
-        early = b.get("early_stop")
-        futility = early.get("futility") if early is not None else None
-        early_stop = (EarlyStop(str(early.metric), float(early.threshold), float(early.multiple),
-                                float(early.min_ess), None if futility is None else float(futility))
-                      if early is not None and early.enabled else None)
+        early = OmegaConf.to_container(b.early_stop) if b.get("early_stop") is not None else {}
+        early_stop = EarlyStop(**{k: v for k, v in early.items() if k != "enabled"}) \
+            if early.get("enabled") else None  # validated: check_config
         if ck.on not in UNITS:
             raise ValueError(f"checkpoint.on must be one of {', '.join(UNITS)}, got {ck.on!r}")
         limit = budget.limit(ck.on)

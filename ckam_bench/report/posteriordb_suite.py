@@ -301,19 +301,6 @@ def _cost_cell(values, censored, reasons):
     return text, sort
 
 
-class _EvaluationOrder(ranking.Order):
-    """The per-target rule with the keys in seconds (:data:`SECONDS_KEYS`) left out of the
-    order: baseline rows have no seconds, and a NaN would rank them last on every tie."""
-
-    @property
-    def order_keys(self):
-        return self._order_keys
-
-    @order_keys.setter
-    def order_keys(self, keys):  # set by Order.__init__ before it ranks
-        self._order_keys = [k for k in keys if k not in SECONDS_KEYS]
-
-
 CPU_NOTE = ("rankings by CPU time need local peer runs: baseline rows have evaluation counts "
             "only")
 
@@ -340,7 +327,8 @@ def tables(results: Results, settings=None) -> list[Table]:
     rank_by = getattr(settings, "rank_by", None)
     if extra and rank_by is None:
         rank_by = EVALUATION_KEY
-    order_type = _EvaluationOrder if extra and rank_by not in SECONDS_KEYS else ranking.Order
+    # baseline rows have no seconds: with them, ties never go to a key in seconds
+    ties_without = SECONDS_KEYS if extra and rank_by not in SECONDS_KEYS else ()
     stamp_marks = {g.key: attached.marked(g) for g in extra}
     per_posterior: dict[str, list] = {}
     configs: dict[str, object] = {}
@@ -363,7 +351,7 @@ def tables(results: Results, settings=None) -> list[Table]:
     for name in sorted(per_posterior):
         groups = per_posterior[name]
         missing = reference_missing(name)
-        order = order_type(groups, rank_by)
+        order = ranking.Order(groups, rank_by, ties_without=ties_without)
         verdict, top_note = order.top_two(label=row_label)
         body, keys = [], []
         for i, (rank, group) in enumerate(zip(order.ranks, order.ordered)):

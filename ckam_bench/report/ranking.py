@@ -301,7 +301,8 @@ class Order:
     their ranks, the keys in the order they decide, per row the key that decided it, and the
     test of the top two against the seed-to-seed spread."""
 
-    def __init__(self, groups: list[Group], rank_by: str | None = None, diagnostics: bool = True):
+    def __init__(self, groups: list[Group], rank_by: str | None = None, diagnostics: bool = True,
+                 ties_without: tuple = ()):
         self.groups_in = groups
         self.values = {g.key: group_values(g) for g in groups}
         self.present = [c for c in COLUMNS
@@ -325,8 +326,8 @@ class Order:
                            keyed[0] if keyed else None)
             self.passed_over = keyed[:keyed.index(primary)] if primary in keyed else []
         self.primary = primary
-        self.order_keys = ([primary] + [k for k in TIE_KEYS if k != primary and k in names]
-                           if primary else [])
+        self.order_keys = ([primary] + [k for k in TIE_KEYS if k != primary and k in names
+                                        and k not in ties_without] if primary else [])
         self.checks = {g.key: report_flags(g) if diagnostics else {} for g in groups}
         self.ordered, self.ranks = rank_order(groups, self.rank_key, name=lambda g: g.label)
         keys = [self.rank_key(g) for g in self.ordered]
