@@ -178,6 +178,28 @@ def test_progress_on_a_terminal_rewrites_one_line():
                                              for k in (10, 20, 30)]
 
 
+def test_a_run_end_line_with_notes_reaches_the_stream_in_one_write(monkeypatch):
+    """Two workers share the sweep's stream: were a multi-line end line's last newline written
+apart, another job's end line could be glued to this one's last note and go uncounted."""
+    from ckam_bench.commands import cli
+
+    class Recorder:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    stream = Recorder()
+    monkeypatch.setattr(sys, "stderr", stream)
+    cli.say_whole("complete (budget): rw on m -> /f\n  note: the sampler got 80% of a core")
+    assert stream.writes == ["complete (budget): rw on m -> /f\n  note: the sampler got 80% of "
+                             "a core\n"]
+
+
 # ---------------------------------------------------------------------------- both ways
 CORRECT = ["sampler=mala", "sampler.burn_in=1000", "budget.max_iterations=21000",
            "budget.seconds=120", "checkpoint.on=iterations", "checkpoint.first=5000",

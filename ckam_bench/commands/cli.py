@@ -434,8 +434,16 @@ def run_claimed(runner: Runner, folder: rundir.RunFolder, out_dir: Path) -> dict
         status = runner.run()
     finally:
         folder.release()
-    print(summary(status, out_dir, runner.latest), file=sys.stderr)
+    say_whole(summary(status, out_dir, runner.latest))
     return status
+
+
+def say_whole(text: str) -> None:
+    """``text`` and its newline on stderr in one write: a sweep's workers share the stream, and
+    ``print`` writes a multi-line text's last newline apart, so another job's line could land
+    between them and be merged into this one's last note (``ckam-bench-sbc`` counts end lines)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 @hydra.main(version_base="1.3", config_path="pkg://ckam_bench.conf", config_name="config")
