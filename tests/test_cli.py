@@ -183,3 +183,27 @@ def test_library_info_logs_stay_quiet_and_warnings_show(tmp_path):
     out = proc.stdout + proc.stderr
     assert "INFO-NOISE" not in out and "[HYDRA]" not in out
     assert "somelib: WARNING: A-WARNING" in proc.stderr
+
+
+def test_the_sweeps_early_check_composes_one_job_per_shape():
+    """Hydra composes every job before launching any; jobs that differ only in the values of
+    keys (seeds, posteriors) compose alike, so one per shape is composed."""
+    from types import SimpleNamespace
+
+    from hydra.plugins.sweeper import Sweeper
+
+    from ckam_bench.commands import sweeps
+
+    composed = []
+    loader = SimpleNamespace(
+        repository=SimpleNamespace(group_exists=lambda name: name in ("sampler", "target")),
+        load_sweep_config=lambda master_config, sweep_overrides: composed.append(sweep_overrides))
+    fake = SimpleNamespace(hydra_context=SimpleNamespace(config_loader=loader), config={})
+    sweeps.compose_each_shape_once()
+    sweeps.compose_each_shape_once()  # installed once
+    batch = [[f"sampler={s}", f"target.model=m{m}", f"seed={k}", "+budget.extra=1"]
+             for s in ("rw", "am") for m in range(3) for k in range(5)]
+    batch.append(["sampler=rw", "seed=9", "hydra/launcher=joblib"])
+    Sweeper.validate_batch_is_legal(fake, batch)
+    assert composed == [batch[0], batch[15], batch[-1]]
+    assert sweeps._job_shape(["~budget.x=3", "++a.b=2"], lambda n: False) == ("++a.b", "~budget.x=3")

@@ -557,6 +557,7 @@ def main() -> None:
     if mistake:
         print(f"ckam-bench: invalid configuration: {mistake}", file=sys.stderr)
         sys.exit(2)
+    sweeps.compose_each_shape_once()
     try:
         _app()
     except SystemExit as exc:
