@@ -186,9 +186,29 @@ def load_model(spec: str):
 
 def model_dim(spec) -> int:
     """The number of unconstrained coordinates of ``spec``'s model (the ``${pymc_dim:...}``
-    resolver of ``conf/target/pymc.yaml``, so sampler configs can read ``${target.dim}``)."""
-    point = load_model(spec).initial_point(0)
+    resolver of ``conf/target/pymc.yaml``, so sampler configs can read ``${target.dim}``; a
+    config resolves it several times, so it is computed once per loaded model)."""
+    point = initial_point(load_model(spec), None, 0)
     return int(sum(np.size(v) for v in point.values()))
+
+
+_POINTS: dict = {}  # (id(model), init overrides, seed) -> (model, point)
+
+
+def initial_point(model, init: str | None, seed: int) -> dict:
+    """``model``'s initial point on the unconstrained scale (``init="prior"``: a prior draw of
+    seed ``seed``, else PyMC's support point), computed once per model object: each needs a
+    pytensor function compiled."""
+    from pymc.initial_point import make_initial_point_fn
+
+    key = (id(model), init == "prior", int(seed) if init == "prior" else 0)
+    known = _POINTS.get(key)
+    if known is None or known[0] is not model:
+        overrides = {rv: "prior" for rv in model.free_RVs} if init == "prior" else None
+        point = make_initial_point_fn(model=model, overrides=overrides, jitter_rvs=set(),
+                                      return_transformed=True)(seed)
+        known = _POINTS[key] = (model, point)
+    return known[1]
 
 
 def _element_names(name: str, shape: tuple) -> list[str]:
@@ -215,7 +235,7 @@ def _layout(model, var_names) -> _Layout:
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
 
-    point = model.initial_point(0)
+    point = initial_point(model, None, 0)
     values, start = [], 0
     for rv in model.free_RVs:
         value = model.rvs_to_values[rv]
@@ -376,11 +396,7 @@ class PyMCModel(Target):
         self._jitted = None
 
     def _initial_point(self, init: str, seed: int) -> np.ndarray:
-        from pymc.initial_point import make_initial_point_fn
-
-        overrides = {rv: "prior" for rv in self.model.free_RVs} if init == "prior" else None
-        point = make_initial_point_fn(model=self.model, overrides=overrides, jitter_rvs=set(),
-                                      return_transformed=True)(seed)
+        point = initial_point(self.model, init, seed)
         return np.concatenate([np.ravel(point[v.name]) for v, _, _ in self.layout.values])
 
     # ------------------------------------------------------------------ data
