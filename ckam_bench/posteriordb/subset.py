@@ -163,7 +163,19 @@ def select(subset=None) -> list:
     from ckam_bench.posteriordb import CHARACTERS, registered
 
     everything = list(registered().values())
-    posteriors = [p for p in everything if (status := reference_status(p.name)).found or status.needs]
+    usable: dict[str, bool] = {}  # a reference found (or looked for only with PyMC), asked lazily:
+
+    def candidates(keep) -> set[str]:  # a harness reference's status builds the target
+        names = set()
+        for p in everything:
+            if keep(p):
+                if p.name not in usable:
+                    status = reference_status(p.name)
+                    usable[p.name] = bool(status.found or status.needs)
+                if usable[p.name]:
+                    names.add(p.name)
+        return names
+
     chosen: set[str] = set()
     bounds = []
     any_name = False
@@ -179,12 +191,12 @@ def select(subset=None) -> list:
             continue
         any_name = True
         if term == "all":
-            matched = {p.name for p in posteriors}
+            matched = candidates(lambda p: True)
         elif term in CHARACTERS:
-            matched = {p.name for p in posteriors if p.character == term}
+            matched = candidates(lambda p, term=term: p.character == term)
         else:
-            matched = {p.name for p in posteriors
-                       if fnmatch.fnmatchcase(p.name, term) or fnmatch.fnmatchcase(p.function, term)}
+            matched = candidates(lambda p, term=term: fnmatch.fnmatchcase(p.name, term)
+                                 or fnmatch.fnmatchcase(p.function, term))
             matched |= {p.name for p in everything if term in (p.name, p.function)}
         if not matched:
             names = [p.name for p in everything] + [p.function for p in everything] + list(CHARACTERS)
@@ -194,7 +206,7 @@ def select(subset=None) -> list:
                               "(ckam-bench list posteriordb shows names and characters)")
         chosen |= matched
     if not any_name:
-        chosen = {p.name for p in posteriors}
+        chosen = candidates(lambda p: True)
     out = [p for p in everything if p.name in chosen
            and all(lo <= p.dim and (hi is None or p.dim <= hi) for lo, hi in bounds)]
     if not out:
