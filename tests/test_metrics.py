@@ -532,3 +532,22 @@ def test_extend_columns_equals_extend():
         a.extend(rows)
         b.extend_columns([rows[:, 0], rows[:, 1], rows[:, 2]])
     assert np.array_equal(a.data, b.data) and a.stride == b.stride and a.n_seen == b.n_seen
+
+
+def test_the_mmd_reference_terms_are_kept_per_reference_sample():
+    """The bandwidth and the reference's own kernel mean are computed once per reference
+    sample object (a sweep's worker runs a posterior again and again), equal to computing them
+    afresh, and only the last few samples are kept."""
+    from ckam_bench.metrics import mmd
+
+    rng = np.random.default_rng(3)
+    sources = [rng.normal(size=(400, 3)) for _ in range(mmd._TERMS_KEPT + 2)]
+    first = mmd._reference_terms(sources[0], sources[0][::2], "gaussian")
+    bandwidth = mmd.median_bandwidth(sources[0][::2])
+    assert first == (bandwidth, mmd.mean_within(sources[0][::2], "gaussian", bandwidth))
+    mmd._TERMS[next(k for k in mmd._TERMS if k[0] == id(sources[0]))] = (sources[0], -1.0, -1.0)
+    assert mmd._reference_terms(sources[0], sources[0][::2], "gaussian") == (-1.0, -1.0)  # kept
+    for source in sources[1:]:
+        mmd._reference_terms(source, source[::2], "gaussian")
+    assert len(mmd._TERMS) <= mmd._TERMS_KEPT
+    assert mmd._reference_terms(None, sources[0][::2], "gaussian") == first  # exact draws: afresh
