@@ -343,13 +343,21 @@ import sys
 import numpy as np
 from ckam_bench import jit
 from ckam_bench.targets import pymc as P
+from ckam_bench.targets import pymc_compiled
+loaded = []
+_load = pymc_compiled.load_functions
+def load(key, count):
+    found = _load(key, count)
+    loaded.append(int(found is not None))
+    return found
+pymc_compiled.load_functions = load
 target = P.PyMCModel(sys.argv[1])
 f, g = jit.compiled_log_density(target), jit.compiled_log_density_and_grad(target)
 x = np.linspace(-0.5, 0.5, target.dim)
 out = np.empty(target.dim)
-from ckam_bench.targets import pymc_compiled
 (made,) = pymc_compiled._C_FUNCTIONS.values()
-print(made["c_logp"].cache_hits, made["c_both"].cache_hits, repr(f(x)), repr(g(x, out)), repr(out.sum()))
+print(made["c_logp"].cache_hits, made["c_both"].cache_hits, loaded[0], repr(f(x)), repr(g(x, out)),
+      repr(out.sum()), repr(sum(v.sum() for v in target.constrain(x[None, :]).values())))
 """
 
 _CONSTANT_MODELS = """
@@ -376,10 +384,12 @@ def two():
 
 
 def test_a_models_compiled_density_is_loaded_from_the_disk_cache_by_the_next_process(tmp_path):
-    """The C-callables around pytensor's code are compiled once per machine and loaded by every
-    later process (the few seconds of linking the graph's code again, issue 44 §2), keyed by
-    pytensor's key of the graph: a model differing only in a constant compiles its own, and the
-    loaded functions give the freshly compiled ones' values bit for bit."""
+    """pytensor's compiled functions and the C-callables around their code are compiled once per
+    machine and loaded by every later process (issue 44 §2), keyed by the graph (pytensor's key
+    for the C-callables, :func:`~ckam_bench.targets.pymc_compiled.graph_sha256` for pytensor's
+    functions): a model differing only in a constant compiles its own, the loaded functions give
+    the freshly compiled ones' values bit for bit, and a damaged cache file is set aside (never
+    trusted, never deleted) and compiled afresh."""
     script = tmp_path / "load.py"
     script.write_text(_LOAD_TWICE)
     (tmp_path / "constants.py").write_text(_CONSTANT_MODELS)
@@ -389,12 +399,42 @@ def test_a_models_compiled_density_is_loaded_from_the_disk_cache_by_the_next_pro
         done = subprocess.run([sys.executable, str(script), model], capture_output=True, text=True,
                               env=env, cwd=tmp_path, timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
-        hits_logp, hits_both, *values = done.stdout.split()
-        return (int(hits_logp), int(hits_both)), values
+        hits_logp, hits_both, loaded, *values = done.stdout.split()
+        return (int(hits_logp), int(hits_both), int(loaded)), values
 
     first = run(f"{tmp_path / 'constants.py'}:one")
-    assert first[0] == (0, 0)  # compiled
-    assert run(f"{tmp_path / 'constants.py'}:one") == ((1, 1), first[1])  # loaded, the same values
+    assert first[0] == (0, 0, 0)  # compiled
+    assert run(f"{tmp_path / 'constants.py'}:one") == ((1, 1, 1), first[1])  # loaded, the same values
     other = run(f"{tmp_path / 'constants.py'}:two")
-    assert other[0] == (0, 0) and other[1] != first[1]  # another constant: its own code
+    assert other[0] == (0, 0, 0) and other[1] != first[1]  # another constant: its own code
     assert list((tmp_path / "cache").rglob("*.nbc"))
+    stored = sorted((tmp_path / "cache").rglob("*.pkl"))
+    assert len(stored) == 2
+    for path in stored:
+        path.write_bytes(b"not a pickle")
+    assert run(f"{tmp_path / 'constants.py'}:one") == ((1, 1, 0), first[1])  # set aside, compiled
+    assert run(f"{tmp_path / 'constants.py'}:two") == ((1, 1, 0), other[1])
+    assert len(list((tmp_path / "cache").rglob("*.pkl.damaged-*"))) == 2
+    assert run(f"{tmp_path / 'constants.py'}:one") == ((1, 1, 1), first[1])  # stored again
+
+
+def test_the_graph_key_is_the_same_in_every_process_and_follows_every_constant():
+    """The key of pytensor's compiled functions comes from bytes: the same graph built twice
+    (in one process, auto-named variables differing) has one key; another constant, another
+    op or a random generator in the graph (no bytes: not cached) does not."""
+    import pytensor.tensor as pt
+
+    from ckam_bench.targets import pymc_compiled
+
+    def graph(scale, op=pt.exp):
+        x = pt.vector("x", shape=(3,))
+        return [x], [op(x * np.array([1.0, 2.0, 3.0]) * scale).sum()]
+
+    key = pymc_compiled.graph_sha256(*graph(1.0), "NUMBA")
+    assert key == pymc_compiled.graph_sha256(*graph(1.0), "NUMBA")
+    assert key != pymc_compiled.graph_sha256(*graph(1.0 + 1e-15), "NUMBA")
+    assert key != pymc_compiled.graph_sha256(*graph(1.0, pt.log), "NUMBA")
+    assert key != pymc_compiled.graph_sha256(*graph(1.0), "NUMBA True")
+    x = pt.vector("x", shape=(3,))
+    draw = pt.random.normal(0.0, 1.0, size=3)
+    assert pymc_compiled.graph_sha256([x], [(x + draw).sum()], "NUMBA") is None

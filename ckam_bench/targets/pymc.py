@@ -342,10 +342,18 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
     # the stored variables as functions of the value variables (free variables back-transformed)
     stored = model.replace_rvs_by_values(stored)
     stored = pytensor.clone_replace(stored, replace)
-    with model:
-        out = tuple(compile_pymc([x, buffer], outputs, mode=mode, trust_input=True,
-                                 on_unused_input="ignore")  # a model without data
-                    for outputs in ([logp], [logp, grad], [pt.concatenate(stored)]))
+    stored = pt.concatenate(stored)
+    # pytensor's compilation cached on disk (numba mode): the graphs of log π and the stored
+    # variables decide the three functions (∇ log π is pytensor's own derivative of log π)
+    disk = (pymc_compiled.graph_sha256([x, buffer], [logp, stored], f"{mode} {model.check_bounds}")
+            if mode == "NUMBA" else None)
+    out = pymc_compiled.load_functions(disk, 3)
+    if out is None:
+        with model:
+            out = tuple(compile_pymc([x, buffer], outputs, mode=mode, trust_input=True,
+                                     on_unused_input="ignore")  # a model without data
+                        for outputs in ([logp], [logp, grad], [stored]))
+        pymc_compiled.store_functions(disk, out)
     _COMPILED[key] = out
     return out
 

@@ -9,9 +9,17 @@ machine and loaded from the disk cache by every later process (:func:`ckam_bench
 keyed by pytensor's key of the graph and the library versions; a graph pytensor gives no key
 compiles in memory), and each target gets two small njit-ed wrappers ``f(x)`` and
 ``f(x, grad_out)`` that call them by address with the target's data buffer (~0.1 s to compile).
+
+pytensor's own compilation of the graphs (its rewrites: 0.3 s for a small regression, 2.4 s for
+an HMM) is cached on disk too: the compiled functions are pickled under a key of the graph
+(:func:`graph_sha256`: every node's op and inputs, every constant's bytes, the library versions)
+and loaded by the next process on the same graph (0.05–0.7 s). A pickle runs code when loaded:
+the cache is the user's own folder (:func:`ckam_bench.jit.compiled_cache_dir`), as numba's is.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -97,3 +105,127 @@ def compile_wrappers(c_functions: dict, buffer: np.ndarray):
                       as_pointer(grad_out.ctypes.data))
 
     return numba.njit(log_density), numba.njit(log_density_and_grad)
+
+
+# ---------------------------------------------------------------------------- pytensor's functions
+_LIBRARIES = ("pytensor", "pymc", "numpy", "scipy", "numba", "builtins", "copyreg", "collections",
+              "functools", "operator", "_codecs", "__builtin__")
+
+
+def graph_sha256(inputs: list, outputs: list, settings: str) -> str | None:
+    """A key of the graph from ``inputs`` to ``outputs``, from bytes alone and the same in every
+    process: each node in topological order as its op's class, the SHA-256 of the op's pickle
+    (its every property) and where its inputs come from (an input's position, an earlier
+    node's output, or a constant's or shared value's dtype, shape and bytes), with ``settings``
+    and the library versions. An op whose pickle names a function or class outside the
+    libraries (a model's own Op, ``as_op``) adds the SHA-256 of that module's source file.
+    None when the graph holds something without bytes (an object constant, a random
+    generator, a free variable): such a graph is not cached."""
+    import hashlib
+    import pickle
+    import pickletools
+    import sys
+
+    import pytensor
+    import pymc
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import io_toposort
+
+    from ckam_bench.data import content_sha256
+
+    where = {id(v): f"in{k}" for k, v in enumerate(inputs)}
+
+    def source(v) -> str | None:
+        if id(v) in where:
+            return where[id(v)]
+        if isinstance(v, (Constant, SharedVariable)):
+            value = np.asarray(v.data if isinstance(v, Constant) else v.get_value(borrow=True))
+            if value.dtype.hasobject:
+                return None
+            text = (f"{type(v).__name__} {v.type} {value.dtype.str} {value.shape} "
+                    f"{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}")
+            where[id(v)] = text
+            return text
+        return None  # a free variable: not an input, no value
+
+    modules: set[str] = set()
+    digest = hashlib.sha256(f"{settings}\0pytensor {pytensor.__version__}\0pymc {pymc.__version__}"
+                            f"\0numpy {np.__version__}\0python {sys.version}".encode())
+    for k, node in enumerate(io_toposort(inputs, outputs)):
+        sources = [source(v) for v in node.inputs]
+        if None in sources:
+            return None
+        try:
+            op = pickle.dumps(node.op, protocol=2)
+        except Exception:  # an op that does not pickle cannot be loaded either
+            return None
+        for opcode, arg, _ in pickletools.genops(op):
+            if opcode.name == "GLOBAL" and str(arg).split(" ")[0].split(".")[0] not in _LIBRARIES:
+                modules.add(str(arg).split(" ")[0])
+        digest.update(repr((type(node.op).__module__, type(node.op).__qualname__,
+                            hashlib.sha256(op).hexdigest(), sources,
+                            [str(o.type) for o in node.outputs])).encode())
+        for j, out in enumerate(node.outputs):
+            where[id(out)] = f"n{k}.{j}"
+    for name in sorted(modules):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path is None:
+            return None
+        digest.update(f"{name} {content_sha256(path)}".encode())
+    for out in outputs:
+        if source(out) is None and id(out) not in where:
+            return None
+    return digest.hexdigest()
+
+
+def _functions_path(key: str):
+    return jit.compiled_cache_dir() / "pytensor" / f"{key}.pkl"
+
+
+def load_functions(key: str | None, count: int):
+    """The ``count`` pytensor functions stored under ``key`` (:func:`store_functions`), or None
+    (none stored, or no key). A file that cannot be read as such is set aside (renamed
+    ``<name>.damaged-<time>``, never deleted) and None returned: the caller compiles afresh."""
+    import pickle
+    import time
+
+    from pytensor.compile.function.types import Function
+
+    if key is None:
+        return None
+    path = _functions_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        functions = pickle.loads(data)
+        if not (isinstance(functions, tuple) and len(functions) == count
+                and all(isinstance(f, Function) for f in functions)):
+            raise ValueError("not the functions stored")
+        return functions
+    except Exception:  # a truncated or foreign file, or one of another library's making
+        try:
+            path.rename(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}"))
+        except OSError:
+            pass
+        return None
+
+
+def store_functions(key: str | None, functions: tuple) -> None:
+    """Store compiled pytensor functions under ``key`` (written atomically; a cache folder that
+    cannot be written is no error: the next process compiles them again)."""
+    import pickle
+
+    from ckam_bench.engine.rundir import atomic_write
+
+    if key is None:
+        return
+    path = _functions_path(key)
+    try:
+        data = pickle.dumps(functions, protocol=pickle.HIGHEST_PROTOCOL)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
+    except Exception:  # an unwritable cache, a function that does not pickle
+        pass
