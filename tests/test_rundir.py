@@ -198,6 +198,19 @@ def test_a_stop_at_a_checkpoint_position_resumes_row_for_row(tmp_path, n):
     _same_rows(full, pd.read_parquet(run / store.TRACE))
 
 
+def test_a_stop_before_the_first_checkpoint_resumes_without_setting_anything_aside(tmp_path):
+    """A run stopped before its first checkpoint (a peer's warm-up is one long block) holds a
+    resume state without trace rows: the next run continues from it, as from any other
+    state, rather than calling it damaged and starting afresh."""
+    full, _ = _full(tmp_path)
+    run = _signalled_at(tmp_path, 500)
+    proc = cli(*DET, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming from a state saved before its first checkpoint (500 iterations" in proc.stderr
+    assert "damaged" not in proc.stderr and not list(run.glob("*.damaged-*"))
+    _same_rows(full, pd.read_parquet(run / store.TRACE))
+
+
 def _full(tmp_path):
     run = tmp_path / "full"
     assert cli(*DET, f"hydra.run.dir={run}", cwd=tmp_path).returncode == 0

@@ -424,7 +424,9 @@ def run_claimed(runner: Runner, folder: rundir.RunFolder, out_dir: Path) -> dict
         if folder.state == "resume":
             r = folder.resume
             if runner.sampler.resumable:
-                print(f"ckam-bench: resuming from checkpoint {r.checkpoint} "
+                where = (f"checkpoint {r.checkpoint}" if r.checkpoint >= 0
+                         else "a state saved before its first checkpoint")
+                print(f"ckam-bench: resuming from {where} "
                       f"({r.meta['iterations']} iterations, {r.source}): {out_dir}", file=sys.stderr)
             else:
                 print(f"ckam-bench: restarting from the first iteration: {runner.labels['sampler']} "

@@ -418,8 +418,8 @@ class RunFolder:
                 arrays, meta = store.read_resume(self.path / name)
                 rows, theirs = meta["rows"], meta["config_hash"]
                 missing = [k for k in store.RESUME_KEYS if k not in meta]
-                if missing or not rows:
-                    raise KeyError(", ".join(missing) or "rows")
+                if missing or not isinstance(rows, list):  # no row yet: stopped before the
+                    raise KeyError(", ".join(missing) or "rows")  # first checkpoint, resumable
             except Exception as exc:  # truncated, bad CRC, missing keys: never trusted
                 self._set_aside(name, why=f"damaged or incomplete ({type(exc).__name__}: {exc})")
                 continue
