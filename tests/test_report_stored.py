@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from omegaconf import OmegaConf
 
 from ckam_bench.engine import rundir, store
@@ -71,3 +72,21 @@ def test_figures_cli_renders_a_pymc_sweep_whose_model_is_not_importable(tmp_path
     assert code == 0, out
     assert "skipped" not in out and "loaded 6 runs in 2 configuration groups" in out
     assert (tmp_path / "out" / "report.html").exists()
+
+
+def test_stored_yaml_reads_as_omegaconf_reads_it(tmp_path):
+    """The report reads every run's .hydra files with libyaml: the values OmegaConf.load gives
+    (its number resolver, dates kept as text, interpolations as text), duplicate keys refused."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from ckam_bench.engine import store
+
+    text = ("a: 1e5\nb: 2026-01-01\nc: .inf\nd: ${x.y}\ne: [1, 2.5, 'on', yes]\n"
+            "f: {g: null, h: 1_000}\ni: '007'\n")
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    assert store.load_yaml(path) == OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    path.write_text("a: 1\na: 2\n")
+    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key a"):
+        store.load_yaml(path)

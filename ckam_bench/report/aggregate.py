@@ -397,7 +397,7 @@ def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[
     cfg_file = folder / ".hydra" / "config.yaml"
     if cfg_file.exists():
         try:
-            cfg = OmegaConf.load(cfg_file)
+            cfg = OmegaConf.create(store.load_yaml(cfg_file))
             if not OmegaConf.is_dict(cfg):
                 raise ValueError(f"not a mapping but a {type(cfg).__name__}")
             _stored_values(cfg, status)
@@ -413,7 +413,7 @@ def _load_hydra(folder: Path, notes: list, status: dict | None = None) -> tuple[
     hydra_file = folder / ".hydra" / "hydra.yaml"
     if hydra_file.exists():
         try:
-            node = OmegaConf.to_container(OmegaConf.load(hydra_file), resolve=False)
+            node = store.load_yaml(hydra_file)
             if not isinstance(node, dict):
                 raise ValueError(f"not a mapping but a {type(node).__name__}")
             choices = dict(((node.get("hydra") or {}).get("runtime") or {}).get("choices") or {})
