@@ -59,7 +59,6 @@ import json
 import os
 import re
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench.engine import store
+from ckam_bench.files import _UMASK, atomic_write  # noqa: F401  (rundir.atomic_write: callers use it)
 
 MARKER = ".ckam-run.json"
 LOCK = ".lock"
@@ -78,10 +78,6 @@ FORMAT = 1
 OWN_FILES = (MARKER, LOCK, store.TRACE, store.SAMPLES, store.DIAGNOSTICS, store.STATUS,
              store.RESUME, RESUME_PREV)
 _TMP = re.compile(r"^\.(%s)\.[A-Za-z0-9_]+\.tmp$" % "|".join(re.escape(n) for n in OWN_FILES))
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
 
 class FolderRefused(Exception):
     """The folder holds something that is not this run's: it is left untouched (exit 2)."""
@@ -101,21 +97,6 @@ class FolderBusy(RuntimeError):
 
 
 # ---------------------------------------------------------------------------- atomic writes
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp_path)`` then atomically move the temporary file onto ``path``."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from collaborators
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _schema_metadata(digest: str | None) -> dict | None:

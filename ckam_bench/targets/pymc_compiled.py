@@ -218,7 +218,7 @@ def store_functions(key: str | None, functions: tuple) -> None:
     cannot be written is no error: the next process compiles them again)."""
     import pickle
 
-    from ckam_bench.engine.rundir import atomic_write
+    from ckam_bench.files import atomic_write
 
     if key is None:
         return
