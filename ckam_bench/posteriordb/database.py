@@ -74,6 +74,14 @@ class Entry:
     """a reference posteriordb added after the listing's commit: ``added`` (its date),
     ``summaries`` and ``draws`` (the commits its files were read at; draws None when not seen)."""
 
+    def dimension(self) -> str:
+        """posteriordb's dimension, and the suite's (its unconstrained coordinates) where it
+        differs (posteriordb's ``dimensions`` may count transformed parameters too)."""
+        from ckam_bench.posteriordb import registered
+
+        posterior = registered().get(self.name)
+        return f"{self.dim} (suite: {posterior.dim})" if posterior and posterior.dim != self.dim else str(self.dim)
+
     def posteriordb_reference(self) -> str:
         """posteriordb's reference, in a few words."""
         if self.reference:
@@ -125,8 +133,9 @@ def status_of(entry: Entry) -> Status:
         if found.found:
             return Status(entry, SUITE_POSTERIORDB if found.source == POSTERIORDB else SUITE_HARNESS)
         if found.needs:
-            return Status(entry, UNDETERMINED, f"its reference is {HARNESS}-certified, looked up by "
-                                               f"the PyMC target's id: needs ckam-bench[{found.needs}]")
+            return Status(entry, UNDETERMINED, f"its reference would be one the {HARNESS} certified, "
+                                               "found by the PyMC target's id: needs "
+                                               f"ckam-bench[{found.needs}]")
         why = WHY_NOT_CERTIFIED.get(entry.name) or found.reason
         return Status(entry, NOT_YET, f"{NOT_CERTIFIED} ({posterior.function}: {why})", NOT_CERTIFIED)
     if entry.name in NOT_SHIPPED:
@@ -146,6 +155,13 @@ def status_of(entry: Entry) -> Status:
 def statuses() -> list[Status]:
     """Every posterior of the listing with its status, in the listing's order."""
     return [status_of(e) for e in entries()]
+
+
+def ordered(rows: list[Status]) -> list[Status]:
+    """``rows`` by status (:data:`STATUSES`' order), a ``not yet`` by its kind (a posteriordb
+    reference first), then by name."""
+    kinds = ("", HAS_REFERENCE, NOT_CERTIFIED, NO_REFERENCE)
+    return sorted(rows, key=lambda r: (STATUSES.index(r.status), kinds.index(r.kind), r.entry.name))
 
 
 def counts(rows: list[Status]) -> dict[str, int]:
@@ -171,14 +187,14 @@ def sections() -> list[tuple[str, list[tuple[str, str, str]]]]:
     keywords)."""
     from ckam_bench.posteriordb import registered
 
-    rows = statuses()
+    rows = ordered(statuses())
     out = []
     for status in STATUSES:
         chosen = []
         for r in (r for r in rows if r.status == status):
             e = r.entry
             what = r.why or registered()[e.name].note
-            caps = f"d={e.dim}, posteriordb reference: {e.posteriordb_reference()}"
+            caps = f"d={e.dimension()}, posteriordb reference: {e.posteriordb_reference()}"
             if e.keywords:
                 caps += f", keywords: {', '.join(e.keywords)}"
             chosen.append((e.name, what, caps))
@@ -211,9 +227,9 @@ def markdown(rows: list[Status] | None = None) -> str:
                     lines.append(f"| &nbsp;&nbsp;not yet: {kind} | {k} |")
     lines += [f"| all | {len(rows)} |", "",
               "| posterior | d | keywords | posteriordb reference | status |", "|---|---|---|---|---|"]
-    for r in rows:
+    for r in ordered(rows):
         e = r.entry
-        lines.append(f"| {e.name} | {e.dim} | {_cell(', '.join(e.keywords))} | "
+        lines.append(f"| {e.name} | {e.dimension()} | {_cell(', '.join(e.keywords))} | "
                      f"{_cell(e.posteriordb_reference())} | {_cell(r.line())} |")
     return "\n".join(lines)
 
