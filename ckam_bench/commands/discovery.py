@@ -479,11 +479,13 @@ def print_list(groups=LISTS, out=sys.stdout, overrides=()) -> None:
                     _print_rows("posteriordb without a reference, not run by default", unreferenced, out)
 
 
-def print_database(out=sys.stdout) -> None:
+def print_database(out=None) -> None:
     """``ckam-bench list posteriordb --all``: every posterior of posteriordb, by status in the
-    suite (:mod:`ckam_bench.posteriordb.database`), then the count per status."""
+    suite (:mod:`ckam_bench.posteriordb.database`), then the count per status (to ``out``,
+    default the current ``sys.stdout``)."""
     from ckam_bench.posteriordb import database
 
+    out = sys.stdout if out is None else out
     for title, rows in database.sections():
         _print_rows(title, rows, out)
     print(f"posteriordb: {database.summary()}", file=out)
