@@ -102,6 +102,9 @@ def build(git_dir: str, commit: str) -> dict:
         meta, path = line.split("\t", 1)
         tree[path] = meta.split()[2]
     licence = _git(git_dir, "show", f"{commit}:LICENCE.md").stdout.splitlines()
+    if not licence or licence[0].strip() != "BSD 3-Clause License":
+        raise ValueError(f"LICENCE.md at {commit} is not the BSD 3-Clause licence: read it again")
+    notice = next(line.strip() for line in licence if line.startswith("Copyright"))
     rows = []
     prefix = f"{PDB}/posteriors/"
     for path in sorted(p for p in tree if p.startswith(prefix) and p.endswith(".json")):
@@ -137,7 +140,7 @@ def build(git_dir: str, commit: str) -> dict:
         "source": {"repository": REPOSITORY, "commit": commit, "date": date,
                    "files": f"{PDB}/posteriors/*.json, and the reference draws' presence in "
                             f"{PDB}/reference_posteriors/draws/draws/",
-                   "licence": f"BSD-3-Clause (LICENCE.md at {commit[:7]}: {licence[2].strip() if len(licence) > 2 else ''})",
+                   "licence": f"BSD-3-Clause (LICENCE.md at {commit[:7]}: {notice})",
                    "generated_by": "scripts/posteriordb_database.py build"},
         "later_references": {
             "note": "references posteriordb added after this commit to posteriors of it that had "
