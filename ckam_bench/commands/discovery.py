@@ -33,6 +33,8 @@ Usage
   ckam-bench list [GROUP ...]                         every option of every config group
                                                       (or of the named ones), with what it can do;
                                                       list posteriordb: the suite's posteriors
+  ckam-bench list posteriordb --all                   all of posteriordb's posteriors, each in the
+                                                      suite (and whose reference) or why not yet
   ckam-bench --cfg job [overrides]                    print the composed run config
   ckam-bench --version | --help | --hydra-help
 
@@ -477,10 +479,46 @@ def print_list(groups=LISTS, out=sys.stdout, overrides=()) -> None:
                     _print_rows("posteriordb without a reference, not run by default", unreferenced, out)
 
 
+def print_database(out=None) -> None:
+    """``ckam-bench list posteriordb --all``: every posterior of posteriordb, by status in the
+    suite (:mod:`ckam_bench.posteriordb.database`), then the count per status (to ``out``,
+    default the current ``sys.stdout``)."""
+    from ckam_bench.posteriordb import database
+
+    out = sys.stdout if out is None else out
+    for title, rows in database.sections():
+        _print_rows(title, rows, out)
+    print(f"posteriordb: {database.summary()}", file=out)
+
+
+def _database_refusal(groups, overrides) -> str:
+    """Why ``--all`` cannot be read on this command line ("" when it can)."""
+    if groups != ["posteriordb"]:
+        return "--all lists all of posteriordb's posteriors: ckam-bench list posteriordb --all"
+    if any(o.startswith("posteriordb.") for o in overrides):
+        return "--all lists every posterior of posteriordb and takes no posteriordb.subset"
+    return ""
+
+
 def list_command(args: list[str]) -> int:
-    """``ckam-bench list [GROUP ...] [hydra.searchpath=[...]]``: 0, or 2 for an unknown group."""
+    """``ckam-bench list [GROUP ...] [hydra.searchpath=[...]]`` and ``ckam-bench list
+    posteriordb --all``: 0, or 2 for an unknown group or flag."""
+    flags = [a for a in args if a.startswith("--")]
+    args = [a for a in args if not a.startswith("--")]
     overrides = [a for a in args if "=" in a]
     groups = [a for a in args if "=" not in a] or list(LISTS)
+    if flags:
+        why = (f"unknown flag '{[f for f in flags if f != '--all'][0]}' (list takes --all, with posteriordb)"
+               if set(flags) != {"--all"} else _database_refusal(groups, overrides))
+        if why:
+            print(f"ckam-bench: {why}", file=sys.stderr)
+            return 2
+        try:
+            print_database()
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     for group in groups:
         if group not in LISTS:
             import difflib

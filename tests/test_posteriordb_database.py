@@ -1,0 +1,176 @@
+"""The whole of posteriordb listed, each posterior with one status (issue 45 §4):
+``ckam_bench/posteriordb/database.json`` covers posteriordb at the suite's commit, every
+registered posterior has a suite status or says why not, the posteriors with a posteriordb
+reference that are not in the suite are pinned (none drops out silently), ``ckam-bench list
+posteriordb --all`` prints them, and docs/posteriordb.md's table is what the code produces."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckam_bench.posteriordb import NOT_SHIPPED, POSTERIORDB_COMMIT, SUITE, database, registered
+from ckam_bench.posteriordb.database import (HAS_REFERENCE, NO_REFERENCE, NOT_CERTIFIED, NOT_YET, STATUSES,
+                                             SUITE_HARNESS, SUITE_POSTERIORDB, UNDETERMINED)
+from ckam_bench.posteriordb.highdim import HIGHDIM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WITH_A_POSTERIORDB_REFERENCE_NOT_IN_THE_SUITE = {
+    # v1.0's reference whose draws the mirror lacks (NOT_SHIPPED)
+    "mcycle_gp-accel_gp",
+    # references posteriordb added after v1.0 (database.json's "later")
+    "M0_data-M0_model", "Rate_1_data-Rate_1_model", "Rate_2_data-Rate_2_model",
+    "Rate_3_data-Rate_3_model", "Rate_4_data-Rate_4_model", "Rate_5_data-Rate_5_model", "dogs-dogs",
+    "dogs-dogs_hierarchical", "nes_logit_data-nes_logit_model", "radon_all-radon_pooled",
+    "radon_mn-radon_pooled", "sesame_data-sesame_one_pred_a", "wells_data-wells_dist",
+    "wells_data-wells_dist100_model", "wells_data-wells_dist100ars_model",
+    "wells_data-wells_interaction_c_model",
+}
+"""Every posteriordb posterior that has a posteriordb reference and is not in the suite. A
+posterior leaves this set only by joining the suite (then its status says so); the set changes
+only by an edit here, never silently."""
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """Every posterior's status, with PyMC (the harness references are looked up: ~5 s, once)."""
+    return database.statuses()
+
+
+def test_the_listing_is_posteriordb_at_the_suites_commit():
+    listing = database.listing()
+    assert listing["source"]["commit"] == POSTERIORDB_COMMIT
+    assert listing["source"]["repository"] == "github.com/stan-dev/posteriordb"
+    assert "BSD-3-Clause" in listing["source"]["licence"]
+    entries = database.entries()
+    names = [e.name for e in entries]
+    assert len(names) == len(set(names)) == 147 and names == sorted(names)
+    assert all(e.name == f"{e.data}-{e.model}" and e.dim > 0 for e in entries)
+    # posteriordb's 46 reference sets of v1.0 (47 posteriors: the centred eight schools shares one)
+    assert len({e.reference for e in entries if e.reference}) == 46
+    assert sum(e.reference is not None for e in entries) == 47
+    assert {e.name for e in entries if e.draws == "missing"} == set(NOT_SHIPPED)
+    assert all((e.draws is None) == (e.reference is None) for e in entries)
+    # a later reference only where v1.0 had none, with its date and the commits read
+    later = [e for e in entries if e.later]
+    assert later and all(e.reference is None and e.later["added"] > listing["source"]["date"] for e in later)
+    commits = set(listing["later_references"]["commits"])
+    assert all(e.later["summaries"] in commits and e.later["draws"] in commits | {None} for e in later)
+    assert (ROOT / "ckam_bench" / "posteriordb" / "database.json").stat().st_size < 40_000  # compact
+
+
+def test_every_posterior_has_exactly_one_status(rows):
+    assert [r.entry.name for r in rows] == [e.name for e in database.entries()]
+    for r in rows:
+        assert r.status in STATUSES and r.status != UNDETERMINED  # PyMC is installed here
+        assert bool(r.why) == (r.status == NOT_YET), r.entry.name
+        assert (r.kind in (HAS_REFERENCE, NOT_CERTIFIED, NO_REFERENCE)) == (r.status == NOT_YET)
+    counts = database.counts(rows)
+    assert sum(counts.values()) == len(rows)
+    assert database.summary(rows).startswith(f"{len(rows)} posteriors of posteriordb {POSTERIORDB_COMMIT[:7]}")
+
+
+def test_every_suite_posterior_has_a_suite_status(rows):
+    from ckam_bench.posteriordb.subset import suite
+
+    status = {r.entry.name: r for r in rows}
+    assert set(registered()) <= set(status)  # a registered posterior posteriordb lacks: regenerate
+    for p in suite():
+        assert status[p.name].status == (SUITE_POSTERIORDB if p.name in SUITE else SUITE_HARNESS), p.name
+    assert {n for n, r in status.items() if r.status in (SUITE_POSTERIORDB, SUITE_HARNESS)} == \
+        {p.name for p in suite()}
+    assert all(status[name].status == SUITE_POSTERIORDB for name in SUITE)
+
+
+def test_a_registered_posterior_without_a_reference_says_why(rows):
+    not_certified = {r.entry.name: r for r in rows if r.kind == NOT_CERTIFIED}
+    assert set(not_certified) == set(database.WHY_NOT_CERTIFIED) <= set(HIGHDIM)
+    for name, r in not_certified.items():
+        assert database.WHY_NOT_CERTIFIED[name] in r.why and HIGHDIM[name].function in r.why
+
+
+def test_the_posteriors_with_a_posteriordb_reference_outside_the_suite_are_pinned(rows):
+    with_reference = {r.entry.name for r in rows if r.kind == HAS_REFERENCE}
+    assert with_reference == WITH_A_POSTERIORDB_REFERENCE_NOT_IN_THE_SUITE
+    assert len(with_reference) == 17
+    # every posterior posteriordb gives a reference for is in the suite or in that set
+    referenced = {e.name for e in database.entries() if e.reference or e.later}
+    in_suite = {r.entry.name for r in rows if r.status in (SUITE_POSTERIORDB, SUITE_HARNESS)}
+    assert referenced <= in_suite | with_reference
+    by_name = {r.entry.name: r for r in rows}
+    assert "after v1.0" in by_name["wells_data-wells_dist"].why
+    assert "no PyMC model yet" in by_name["wells_data-wells_dist"].why
+    assert NOT_SHIPPED["mcycle_gp-accel_gp"] in by_name["mcycle_gp-accel_gp"].why
+    assert by_name["GLMM_Poisson_data-GLMM_Poisson_model"].why == \
+        "no reference in posteriordb and none certified by the harness"
+
+
+def test_the_command_lists_the_whole_database(capsys):
+    from ckam_bench.commands.discovery import list_command
+
+    assert list_command(["posteriordb", "--all"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert sorted(rows) == [e.name for e in database.entries()]
+    titles = [line for line in out.splitlines() if line and not line.startswith(" ")]
+    assert titles[:3] == [f"{database.TITLES[SUITE_POSTERIORDB]} (46)",
+                          f"{database.TITLES[SUITE_HARNESS]} ({len(HIGHDIM) - len(database.WHY_NOT_CERTIFIED)})",
+                          f"{database.TITLES[NOT_YET]} (95)"]
+    assert titles[-1] == f"posteriordb: {database.summary()}"
+    line = next(ln for ln in out.splitlines() if ln.startswith("  irt_2pl-irt_2pl "))
+    assert "registered, reference not certified (irt_2pl: certification diverged" in line
+    assert "d=144, posteriordb reference: none" in line
+    for args, words in ((["sampler", "--all"], "ckam-bench list posteriordb --all"),
+                        (["posteriordb", "--every"], "unknown flag '--every'"),
+                        (["posteriordb", "--all", "posteriordb.subset=[nes*]"], "takes no posteriordb.subset")):
+        assert list_command(args) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and words in captured.err and len(captured.err.strip().splitlines()) == 1
+
+
+def test_without_pymc_a_harness_reference_is_not_looked_up(monkeypatch, capsys):
+    import ckam_bench.posteriordb as posteriordb
+
+    monkeypatch.setattr(posteriordb, "pymc_installed", lambda: False)
+    rows = database.statuses()
+    status = {r.entry.name: r for r in rows}
+    for name in HIGHDIM:
+        assert status[name].status == UNDETERMINED and "ckam-bench[pymc]" in status[name].why
+    assert all(status[name].status == SUITE_POSTERIORDB for name in SUITE)
+    assert database.counts(rows)[UNDETERMINED] == len(HIGHDIM)
+    from ckam_bench.commands.discovery import print_database
+
+    print_database()
+    out = capsys.readouterr().out
+    assert f"{database.TITLES[UNDETERMINED]} ({len(HIGHDIM)})" in out
+
+
+def test_the_docs_table_is_what_the_code_produces(rows):
+    text = (ROOT / "docs" / "posteriordb.md").read_text()
+    assert database.BEGIN in text and database.END in text
+    assert database.replace_docs_table(text, rows) == text, \
+        "docs/posteriordb.md: run python scripts/posteriordb_database.py docs"
+    for status, n in database.counts(rows).items():
+        assert f"| {status} | {n} |" in text
+
+
+@pytest.mark.skipif(not os.environ.get("POSTERIORDB_GIT_DIR"),
+                    reason="needs a posteriordb git mirror: POSTERIORDB_GIT_DIR=PATH")
+def test_the_script_rebuilds_the_shipped_listing(tmp_path):
+    """``scripts/posteriordb_database.py build`` of the mirror gives the shipped file, byte for byte."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import posteriordb_database as script
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    out = tmp_path / "database.json"
+    script.write(script.build(os.environ["POSTERIORDB_GIT_DIR"], POSTERIORDB_COMMIT), out)
+    assert out.read_bytes() == database.LISTING.read_bytes()
+    assert json.loads(out.read_text())["posteriors"] == database.listing()["posteriors"]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "posteriordb_database.py"), "--check"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
