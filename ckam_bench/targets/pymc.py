@@ -315,15 +315,15 @@ def _jaxify():
 def _log_density_graph(model, layout: _Layout):
     """The joint log density (log-Jacobians included) as a pytensor graph of a flat vector ``x``
     and the data buffer: ``(x, buffer, replacements, logp)``."""
-    import pytensor
     import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace  # pytensor 3 has no pytensor.clone_replace
 
     x = pt.TensorType("float64", shape=(layout.dim,))("x")
     buffer = pt.TensorType("float64", shape=(max(layout.n_data, 1),))("data")
     replace = {value: x[where].reshape(shape) for value, shape, where in layout.values}
     for var, shape, dtype, where in layout.data.values():
         replace[var] = buffer[where].reshape(shape).astype(dtype)
-    return x, buffer, replace, pytensor.clone_replace(model.logp(), replace)
+    return x, buffer, replace, clone_replace(model.logp(), replace)
 
 
 def _functions(spec: str, model, layout: _Layout, mode: str):
@@ -335,13 +335,14 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
     import pytensor
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as compile_pymc
+    from pytensor.graph.replace import clone_replace  # pytensor 3 has no pytensor.clone_replace
 
     x, buffer, replace, logp = _log_density_graph(model, layout)
     grad = pytensor.grad(logp, x)
     stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored] or [pt.zeros(0)]
     # the stored variables as functions of the value variables (free variables back-transformed)
     stored = model.replace_rvs_by_values(stored)
-    stored = pytensor.clone_replace(stored, replace)
+    stored = clone_replace(stored, replace)
     with model:
         out = tuple(compile_pymc([x, buffer], outputs, mode=mode, trust_input=True,
                                  on_unused_input="ignore")  # a model without data
