@@ -140,7 +140,11 @@ def test_figures_ranks_the_baselines_in_the_suite_table(sweeps, tmp_path):
     assert "nuts [target_accept=0.8] (baseline)" in suite and "nuts [target_accept=0.9] (baseline)" in suite
     assert CPU_NOTE in suite
     table = (out / f"posteriordb_{POSTERIOR}.md").read_text()
-    assert table.count("(baseline) |") == 2 and "density evals to b²<0.01" in table
+    # a baseline row's sampler cell may carry a flag after "(baseline)" ("⚠ divergent (1/2
+    # seeds)"): PyMC 6's pytensor 3 compiles the density to other last bits than pytensor 2.38,
+    # so the same seed is another chain, and at target_accept 0.8 seed 0's diverges 10 times
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "(baseline)" in line]
+    assert len(rows) == 2 and "density evals to b²<0.01" in table
     for bad, why in ((tmp_path / "absent.parquet", "no such file"),
                      (next(mine.glob("*/trace.parquet")), "not a ckam-bench baselines file")):
         # python -m: the exit code main() returns (clirun drops an entry point's return value)

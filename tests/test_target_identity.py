@@ -172,6 +172,44 @@ def test_an_edited_pymc_model_or_data_file_is_not_the_same_run(tmp_path):
         pymc_target._MODELS.pop(spec, None)
 
 
+JOINED = '''\
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+
+def model():
+    with pm.Model() as m:
+        a = pm.Normal("a", 0.0, 1.0, shape=2)
+        b = pm.Normal("b", 0.0, 1.0)
+        pair = pt.stack([a, 2.0 * a], axis=1)  # (2, 2)
+        mu = pt.concatenate([pair.ravel(), pt.stack([b, -b])])
+        pm.Normal("y", mu, 1.0, observed=np.array([0.1, -0.3, 0.5, 0.2, 1.0, -1.0]))
+    return m
+'''
+
+
+def test_the_data_digest_is_the_same_on_pymc_5_and_6(tmp_path):
+    """pytensor 3 (PyMC 6) keeps a Join's axis (``stack``, ``concatenate``) as a property of the
+    Op, pytensor 2.38 (PyMC 5) as the node's first input, an int8 constant: ``data_sha256``
+    records it alike, so a model with both has one digest on both lines (pinned here; CI runs
+    this on each). Without it, pytensor 3 gave this model ``6dd3aab07a9fa69d`` and six suite
+    posteriors (garch11, arma11, hmm_example, hmm_drive_0/1, lotka_volterra) other reference
+    ids than PyMC 5 on the same data."""
+    pytest.importorskip("pymc")
+    from ckam_bench.targets import pymc as pymc_target
+
+    (tmp_path / "joined.py").write_text(JOINED)
+    spec = f"{tmp_path / 'joined.py'}:model"
+    try:
+        target = pymc_target.PyMCModel(spec)
+        axes = [(label, a.item()) for label, a in pymc_target.model_arrays(target) if a.dtype == np.int8]
+        assert axes == [("y #7", 0), ("y #8", 1)]  # concatenate's, then stack's (axis=1)
+        assert target.describe()["data_sha256"] == "efeb0d17a42c6885"
+    finally:
+        pymc_target._MODELS.pop(spec, None)
+
+
 # ---------------------------------------------------------------------------- the identity
 def test_the_identity_is_the_described_digests():
     from ckam_bench.targets.base import PluginError, Target

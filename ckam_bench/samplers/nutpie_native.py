@@ -298,9 +298,11 @@ def native_model(n_dim: int, cfuncs, gate: Gate, start, keepalive):
             variables = _lib.PyVariable.new_variables([], [], [], {}, {})
             return _lib.PyMcModel(logp_fn, expand_fn, variables, n_dim, {}, {}, start, None)
 
-        def _make_sampler(self, settings, init_mean, cores, progress_type, store):
+        def _make_sampler(self, settings, init_mean, cores, progress_type, *rest):
+            # rest: (store,) up to nutpie 0.16.8; (extra_callback, extra_callback_rate, store)
+            # from 0.16.9: handed on as nutpie's own CompiledPyMCModel._make_sampler does
             return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
-                                            progress_type, store)
+                                            progress_type, *rest)
 
     return NativeModel(dims={})
 

@@ -48,6 +48,7 @@ peer is built).
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import weakref
@@ -65,6 +66,15 @@ PHASES = ("burn_in", "sampling")
 EXTRA = 'pip install "ckam-bench[peers]"'
 MAX_DEPTH = 14
 CAPACITY, BUFFER_BYTES = 4096, 32 * 2**20
+
+
+def nutpie_adaptation(nutpie, mass_matrix: str) -> dict:
+    """nutpie.sample's keyword for its mass matrix adaptation ("diag" or "low_rank"): from
+    nutpie 0.16.9 ``adaptation=`` (its boolean ``low_rank_modified_mass_matrix`` is deprecated
+    there, a FutureWarning), up to 0.16.8 ``low_rank_modified_mass_matrix=``."""
+    if "adaptation" in inspect.signature(nutpie.sample).parameters:
+        return {"adaptation": mass_matrix}
+    return {"low_rank_modified_mass_matrix": mass_matrix == "low_rank"}
 
 
 def capacity(dim: int) -> int:
@@ -578,7 +588,7 @@ class Nutpie(Sampler):
             model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
             seed=int(rng.integers(2**63)), progress_bar=False, blocking=False,
             target_accept=self.target_accept, maxdepth=self.max_depth,
-            low_rank_modified_mass_matrix=self.mass_matrix == "low_rank")
+            **nutpie_adaptation(nutpie, self.mass_matrix))
         self._finalizer = weakref.finalize(self, close, gate, self._background)
         return PeerState(x=x, logp=float(logp), t=0, library_state={})
 

@@ -315,15 +315,15 @@ def _jaxify():
 def _log_density_graph(model, layout: _Layout):
     """The joint log density (log-Jacobians included) as a pytensor graph of a flat vector ``x``
     and the data buffer: ``(x, buffer, replacements, logp)``."""
-    import pytensor
     import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace  # pytensor 3 has no pytensor.clone_replace
 
     x = pt.TensorType("float64", shape=(layout.dim,))("x")
     buffer = pt.TensorType("float64", shape=(max(layout.n_data, 1),))("data")
     replace = {value: x[where].reshape(shape) for value, shape, where in layout.values}
     for var, shape, dtype, where in layout.data.values():
         replace[var] = buffer[where].reshape(shape).astype(dtype)
-    return x, buffer, replace, pytensor.clone_replace(model.logp(), replace)
+    return x, buffer, replace, clone_replace(model.logp(), replace)
 
 
 def _functions(spec: str, model, layout: _Layout, mode: str):
@@ -335,13 +335,14 @@ def _functions(spec: str, model, layout: _Layout, mode: str):
     import pytensor
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as compile_pymc
+    from pytensor.graph.replace import clone_replace  # pytensor 3 has no pytensor.clone_replace
 
     x, buffer, replace, logp = _log_density_graph(model, layout)
     grad = pytensor.grad(logp, x)
     stored = [pt.as_tensor(v).ravel().astype("float64") for _, v, _ in layout.stored] or [pt.zeros(0)]
     # the stored variables as functions of the value variables (free variables back-transformed)
     stored = model.replace_rvs_by_values(stored)
-    stored = pytensor.clone_replace(stored, replace)
+    stored = clone_replace(stored, replace)
     stored = pt.concatenate(stored)
     # pytensor's compilation cached on disk (numba mode): the graphs of log π and the stored
     # variables decide the three functions (∇ log π is pytensor's own derivative of log π)
@@ -563,7 +564,12 @@ def model_arrays(target: PyMCModel) -> list[tuple[str, np.ndarray]]:
 
     Random generators (they do not enter the density) are left out. The constants PyMC adds
     when it derives the log density from this graph (−1/2, 2π, the bounds of its parameter
-    checks) belong to PyMC's code, not to the model, and are not walked."""
+    checks) belong to PyMC's code, not to the model, and are not walked.
+
+    The same model on the same data gives the same records on pytensor 2.38 (PyMC 5) and
+    pytensor 3 (PyMC 6): pytensor 3 keeps a ``Join``'s (``concatenate``, ``stack``) axis as a
+    property of the Op where pytensor 2 had it as the node's first input, an int8 constant;
+    it is recorded as that constant on both (:func:`_join_axis`)."""
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
 
@@ -581,6 +587,10 @@ def model_arrays(target: PyMCModel) -> list[tuple[str, np.ndarray]]:
         stack = [output]
         while stack:
             var = stack.pop()
+            if isinstance(var, _JoinAxis):
+                records.append((f"{name} #{rank}", var.value))
+                rank += 1
+                continue
             if id(var) in seen:
                 continue
             seen.add(id(var))
@@ -599,7 +609,8 @@ def model_arrays(target: PyMCModel) -> list[tuple[str, np.ndarray]]:
             node = var.owner
             if node is None:
                 continue
-            if id(node) not in seen:
+            first = id(node) not in seen
+            if first:
                 seen.add(id(node))
                 op = type(node.op)
                 if not op.__module__.startswith(_PYTENSOR_MODULES):
@@ -610,7 +621,31 @@ def model_arrays(target: PyMCModel) -> list[tuple[str, np.ndarray]]:
                     if not props:
                         records.append((label, np.asarray("")))
             stack.extend(reversed(node.inputs))
+            axis = _join_axis(node.op) if first else None
+            if axis is not None:  # popped next: where pytensor 2's axis input is
+                stack.append(axis)
     return records
+
+
+class _JoinAxis:
+    """A ``Join``'s axis in the walk of :func:`model_arrays` (pytensor 3: an Op property)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        self.value = np.asarray(value, dtype=np.int8)
+
+
+def _join_axis(op) -> _JoinAxis | None:
+    """pytensor 3's ``Join(axis)`` (the axis a property of the Op): its axis, to be recorded as
+    pytensor 2.38 recorded it, an int8 constant input (``as_tensor_variable`` of the
+    normalised axis, which both versions compute alike); None for any other Op, and for
+    pytensor 2's Join, whose constant axis input the walk meets as any other constant."""
+    from pytensor.tensor.basic import Join
+
+    if isinstance(op, Join) and "axis" in Join.__props__:
+        return _JoinAxis(op.axis)
+    return None
 
 
 def _constant_array(value) -> np.ndarray:
