@@ -40,7 +40,8 @@ def test_the_shipped_set_is_listed():
         "gp_glass", "horseshoe", "logistic_australian", "logistic_german", "logistic_heart",
         "logistic_pima", "logistic_ripley", "pymc_models_glmm1", "pymc_models_prophet",
         "pymc_models_radon_all_county_intercept", "pymc_models_radon_county", "pymc_models_radon_county_intercept",
-        "pymc_models_radon_variable_intercept_slope_noncentered"]
+        "pymc_models_radon_variable_intercept_slope_noncentered", "pymc_models_rate_1", "pymc_models_rate_2",
+        "pymc_models_rate_3", "pymc_models_rate_4", "pymc_models_rate_5"]
 
 
 @pytest.mark.parametrize("reference_id", SHIPPED_IDS)
