@@ -153,6 +153,43 @@ def stan_sesame_one_pred_a(v):
     return norm.logpdf(d["watched"].astype(float), mu, v["sigma"]).sum() + np.log(v["sigma"])
 
 
+def _dogs_counts():
+    d = _data("dogs")
+    y = d["y"].astype(float)
+    n_dogs, n_trials = y.shape
+    n_avoid, n_shock = np.zeros_like(y), np.zeros_like(y)
+    for j in range(n_dogs):  # Stan's loops
+        for t in range(1, n_trials):
+            n_avoid[j, t] = n_avoid[j, t - 1] + 1 - y[j, t - 1]
+            n_shock[j, t] = n_shock[j, t - 1] + y[j, t - 1]
+    return y, n_avoid, n_shock
+
+
+def stan_dogs(v):
+    y, n_avoid, n_shock = _dogs_counts()
+    b = v["beta"]
+    return norm.logpdf(b, 0, 100).sum() + _bernoulli_logit(y, b[0] + b[1] * n_avoid + b[2] * n_shock)
+
+
+def stan_dogs_hierarchical(v):
+    y, prev_avoid, prev_shock = _dogs_counts()
+    p = v["a"] ** prev_shock * v["b"] ** prev_avoid
+    return float(np.sum(stats.bernoulli.logpmf(y, p))) + _logit_jac(v["a"]) + _logit_jac(v["b"])
+
+
+def stan_m0(v):
+    d = _data("M0_data")
+    n_trials = int(d["T"])
+    target = 0.0
+    for row in d["y"]:
+        s = int(row.sum())
+        if s > 0:
+            target += np.log(v["omega"]) + stats.binom.logpmf(s, n_trials, v["p"])
+        else:
+            target += np.logaddexp(np.log(v["omega"]) + stats.binom.logpmf(0, n_trials, v["p"]), np.log1p(-v["omega"]))
+    return target + _logit_jac(v["omega"]) + _logit_jac(v["p"])
+
+
 STAN_NUMPY = {
     "Rate_1_data-Rate_1_model": stan_rate_1,
     "Rate_3_data-Rate_3_model": functools.partial(stan_common_rate, "Rate_3_data"),
@@ -167,6 +204,9 @@ STAN_NUMPY = {
     "radon_mn-radon_pooled": functools.partial(stan_radon_pooled, "radon_mn"),
     "radon_all-radon_pooled": functools.partial(stan_radon_pooled, "radon_all"),
     "sesame_data-sesame_one_pred_a": stan_sesame_one_pred_a,
+    "dogs-dogs": stan_dogs,
+    "dogs-dogs_hierarchical": stan_dogs_hierarchical,
+    "M0_data-M0_model": stan_m0,
 }
 
 

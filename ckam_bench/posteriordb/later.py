@@ -54,6 +54,16 @@ LATER: dict[str, Posterior] = {p.name: p for p in (
     _P("sesame_data-sesame_one_pred_a", "sesame_one_pred_a", "regression", 3,
        "watching on encouragement (240 children), flat priors, flat positive sd",
        reference_source=HARNESS),
+    _P("dogs-dogs", "dogs", "regression", 3,
+       "avoidance learning of 30 dogs x 25 trials: logistic on counts of previous avoidances and "
+       "shocks, normal(0, 100) priors", reference_source=HARNESS),
+    _P("dogs-dogs_hierarchical", "dogs_hierarchical", "regression", 2,
+       "the same dogs, multiplicative: p = a^shocks b^avoidances, flat (0, 1) priors",
+       reference_source=HARNESS),
+    _P("M0_data-M0_model", "m0", "mixture", 2,
+       "capture-recapture M0 (BPA ch. 6): 237 rows of an augmented data set, a two-component "
+       "mixture per never-seen row (present but missed, or absent), flat (0, 1) priors",
+       reference_source=HARNESS),
 )}
 """posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference_source`` is
 ``HARNESS``: the reference is the one the harness certified for the target)."""
@@ -67,6 +77,8 @@ DATA_KEYS: dict[str, tuple[str, ...]] = {
     "wells_data": ("N", "switched", "dist", "arsenic"),
     "nes_logit_data": ("N", "income", "vote"),
     "sesame_data": ("N", "encouraged", "watched"),
+    "dogs": ("n_dogs", "n_trials", "y"),
+    "M0_data": ("M", "T", "y"),
 }
 """The keys of each posteriordb data set that its Stan programs' data blocks declare (radon_mn and
 radon_all are shipped already, for the high-dimensional radon posteriors, with the keys
@@ -161,6 +173,24 @@ POSTERIORDB_SUMMARIES: dict[str, dict] = {
         "mean_sq": [0.29907396405286962, 0.13405153632931388, 0.14690431988731928],
         "mcse_mean_sq": [0.00044829992609203665, 0.00037273216672803689, 0.00014341426509320517],
         "files": {_M: "36e086dfaeb535cb3cac4dce668ab07515e00a54", _S: "31f650665813620cc7dc4438966541f5bc9edaea"}},
+    "dogs-dogs": {
+        "names": ["beta[1]", "beta[2]", "beta[3]"], "mean": [1.8031251989999999, -0.35826526790000002, -0.21062098018],
+        "mcse_mean": [0.002383706313994015, 0.00038433158560247544, 0.0004530240322139082],
+        "mean_sq": [3.3045545470825699, 0.1297553366733965, 0.046247131640342533],
+        "mcse_mean_sq": [0.0086939882492026235, 0.00027980148585755058, 0.00019402944377747258],
+        "files": {_M: "8500e4c9bf96ed142c6de9dab8b1da9aff1a8c48", _S: "6769d183c3232f81d928f7f95b54ac751f360c07"}},
+    "dogs-dogs_hierarchical": {
+        "names": ["a", "b"], "mean": [0.92333672889999996, 0.7856361463],
+        "mcse_mean": [0.00010749296278312973, 0.00019051059129944326],
+        "mean_sq": [0.8526705092531689, 0.61758873820514693],
+        "mcse_mean_sq": [0.00019825413286753786, 0.00029928644012964199],
+        "files": {_M: "9653aeae64cb85b42df9f564f680bb33340c82f5", _S: "57e3f7d338aa1eb2deae7000132faf761e9dabda"}},
+    "M0_data-M0_model": {
+        "names": ["omega", "p"], "mean": [0.42384058238700001, 0.49642901163800002],
+        "mcse_mean": [0.0003765801116059401, 0.00037479499756586635],
+        "mean_sq": [0.18111337641748457, 0.24789137882187676],
+        "mcse_mean_sq": [0.0003217653135981017, 0.00037277449725359017],
+        "files": {_M: "31f650665813620cc7dc4438966541f5bc9edaea", _S: "31f650665813620cc7dc4438966541f5bc9edaea"}},
 }
 """posteriordb's published summaries of each reference (Stan, 10 chains x 1000 kept draws), read
 from github.com/stan-dev/posteriordb with the search tool's ``read_file``: ``posterior_database/``
