@@ -20,6 +20,7 @@ pytest.importorskip("pymc")
 
 from ckam_bench.posteriordb import HARNESS, POSTERIORDB, SUITE, registered  # noqa: E402
 from ckam_bench.posteriordb.highdim import HIGHDIM  # noqa: E402
+from ckam_bench.posteriordb.later import LATER  # noqa: E402
 from ckam_bench.posteriordb.subset import SubsetError, reference_status, select, suite  # noqa: E402
 from tests.test_posteriordb_highdim import NO_REFERENCE_YET, SHIPPED_NAMES  # noqa: E402
 
@@ -43,8 +44,8 @@ def _target(name):
 
 def test_every_posterior_says_whose_reference_it_has():
     assert all(p.reference_source == POSTERIORDB for p in SUITE.values())
-    assert all(p.reference_source == HARNESS for p in HIGHDIM.values())
-    assert list(registered()) == [*SUITE, *HIGHDIM]  # SUITE's order, then HIGHDIM's
+    assert all(p.reference_source == HARNESS for p in [*HIGHDIM.values(), *LATER.values()])
+    assert list(registered()) == [*SUITE, *HIGHDIM, *LATER]  # SUITE's order, then HIGHDIM's, then LATER's
 
 
 def test_the_suite_is_what_the_files_certify_and_the_rest_is_listed():
@@ -52,7 +53,7 @@ def test_the_suite_is_what_the_files_certify_and_the_rest_is_listed():
     certified reference shipped (SHIPPED_NAMES); the others (NO_REFERENCE_YET) are out, each
     with a reason — none drops out unlisted."""
     names = [p.name for p in suite()]
-    assert names == [*SUITE, *[n for n in HIGHDIM if n in SHIPPED_NAMES]]
+    assert names == [*SUITE, *[n for n in HIGHDIM if n in SHIPPED_NAMES], *LATER]
     unreferenced = [n for n in registered() if not reference_status(n).found]
     assert sorted(unreferenced) == sorted(NO_REFERENCE_YET)
     for name in unreferenced:

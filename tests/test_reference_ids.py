@@ -38,9 +38,14 @@ def test_the_shipped_set_is_listed():
     """Nothing drops out silently: these are the shipped references (update when one is added)."""
     assert [_name(r) for r in SHIPPED_IDS] == [
         "gp_glass", "horseshoe", "logistic_australian", "logistic_german", "logistic_heart",
-        "logistic_pima", "logistic_ripley", "pymc_models_glmm1", "pymc_models_prophet",
-        "pymc_models_radon_all_county_intercept", "pymc_models_radon_county", "pymc_models_radon_county_intercept",
-        "pymc_models_radon_variable_intercept_slope_noncentered"]
+        "logistic_pima", "logistic_ripley", "pymc_models_dogs", "pymc_models_dogs_hierarchical",
+        "pymc_models_glmm1", "pymc_models_m0", "pymc_models_nes_logit", "pymc_models_prophet",
+        "pymc_models_radon_all_county_intercept", "pymc_models_radon_all_pooled", "pymc_models_radon_county",
+        "pymc_models_radon_county_intercept", "pymc_models_radon_mn_pooled",
+        "pymc_models_radon_variable_intercept_slope_noncentered",
+        "pymc_models_rate_1", "pymc_models_rate_2", "pymc_models_rate_3", "pymc_models_rate_4", "pymc_models_rate_5",
+        "pymc_models_sesame_one_pred_a", "pymc_models_wells_dist", "pymc_models_wells_dist100",
+        "pymc_models_wells_dist100ars", "pymc_models_wells_interaction_c"]
 
 
 @pytest.mark.parametrize("reference_id", SHIPPED_IDS)

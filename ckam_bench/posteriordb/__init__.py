@@ -234,10 +234,12 @@ def reference_columns(reference_name: str) -> dict[str, np.ndarray]:
 def registered() -> dict[str, Posterior]:
     """Every posterior the suite knows, in its order: :data:`SUITE` (posteriordb's draws), then
     :data:`~ckam_bench.posteriordb.highdim.HIGHDIM` (references the harness certified, or none
-    yet)."""
+    yet), then :data:`~ckam_bench.posteriordb.later.LATER` (posteriordb's references added after
+    v1.0: references the harness certified, checked against posteriordb's summaries)."""
     from ckam_bench.posteriordb.highdim import HIGHDIM
+    from ckam_bench.posteriordb.later import LATER
 
-    return {**SUITE, **HIGHDIM}
+    return {**SUITE, **HIGHDIM, **LATER}
 
 
 def suite_name(model_spec: str) -> str | None:

@@ -99,6 +99,18 @@ def build_highdim(root: Path) -> None:
         _save(DATA_DIR / f"{data_name}.npz", **{key: compact(raw[key]) for key in keys})
 
 
+def build_later(root: Path) -> None:
+    """The data of :data:`ckam_bench.posteriordb.later.LATER` (posteriordb's references added
+    after v1.0): the keys their Stan data blocks declare, each :func:`compact`."""
+    from ckam_bench.posteriordb.later import DATA_KEYS
+
+    base = Path(root) / "posterior_database"
+    for data_name, keys in DATA_KEYS.items():
+        raw = _read_zipped_json(base / "data" / "data" / f"{data_name}.json.zip")
+        _save(DATA_DIR / f"{data_name}.npz", **{key: compact(raw[key]) for key in keys})
+
+
 if __name__ == "__main__":
     build(Path(sys.argv[1]))
     build_highdim(Path(sys.argv[1]))
+    build_later(Path(sys.argv[1]))

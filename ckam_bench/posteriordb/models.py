@@ -44,6 +44,11 @@ from ckam_bench.posteriordb.regressions import (  # noqa: F401  (re-exported: th
     nes1988, nes1992, nes1996, nes2000, sblri_blr)
 from ckam_bench.posteriordb.hmm import hmm_drive_0, hmm_drive_1, hmm_example  # noqa: F401
 from ckam_bench.posteriordb.ode import lotka_volterra, one_comp_mm_elim_abs  # noqa: F401
+from ckam_bench.posteriordb.glms import (  # noqa: F401  (re-exported: later.LATER's target.model)
+    nes_logit, radon_all_pooled, radon_mn_pooled, sesame_one_pred_a, wells_dist, wells_dist100, wells_dist100ars,
+    wells_interaction_c)
+from ckam_bench.posteriordb.rates import rate_1, rate_2, rate_3, rate_4, rate_5  # noqa: F401  (re-exported: later.LATER's target.model)
+from ckam_bench.posteriordb.trials import dogs, dogs_hierarchical, m0  # noqa: F401  (re-exported: later.LATER's target.model)
 from ckam_bench.posteriordb.series import arma11, linear_recursion  # noqa: F401
 from ckam_bench.posteriordb.structural import prophet  # noqa: F401  (re-exported: highdim.HIGHDIM's target.model)
 from ckam_bench.posteriordb.unpooled import radon_all_county_intercept, radon_county_intercept  # noqa: F401  (re-exported: highdim.HIGHDIM's target.model)

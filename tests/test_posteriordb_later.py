@@ -1,0 +1,472 @@
+"""posteriordb posteriors whose posteriordb reference was added after v1.0
+(ckam_bench/posteriordb/later.py, models in rates.py): each model equals its Stan program, its
+shipped reference is certified and found by the target, and it agrees with posteriordb's published
+summaries and with the exact posterior.
+
+Equality with the Stan program, as in tests/test_posteriordb_highdim.py: over the draws of the
+shipped reference (the harness's own; posteriordb's reference draws came after v1.0 as zip files,
+which the search tool's ``read_file`` cannot read, so they are not in reach) the score has mean
+zero and Stein's identity holds (z-tests with Bonferroni at family-wise 1e-3); gradients agree with
+central finite differences; an independent numpy log density written from the Stan program (Stan's
+target plus the log-Jacobian of its logit transform) differs from the model's by a constant to
+1e-8.
+
+posteriordb's summaries (:data:`ckam_bench.posteriordb.later.POSTERIORDB_SUMMARIES`): per
+coordinate z = (our mean - theirs) / sqrt(our MCSE² + their MCSE²), for the mean and for the mean
+of x², their MCSE as published; ours (certificate ``"constrained"``) over every draw of the 10
+certified chains, MCSE from arviz-stats' ESS. The docs table (docs/posteriordb.md, between
+:data:`BEGIN` and :data:`END`) is :func:`summary_table` of the shipped files.
+
+The references were made by this module run as a script (a maintainer's command)::
+
+    nice -n 5 python -m tests.test_posteriordb_later build <posteriordb name> [draws]
+
+nutpie (diagonal mass matrix, its default adaptation, target accept 0.8), 10 chains of ``draws``
+after 1000 tuning draws, one at a time, starts as ``ckam-bench-reference`` draws them, certified
+by ``ckam-bench-reference``'s :func:`~ckam_bench.checks.reference.certify_runs` and stored by its
+:func:`~ckam_bench.checks.reference.store_reference` (the route 1 of tests/test_posteriordb_highdim.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import expit
+from scipy.stats import norm
+
+from ckam_bench.posteriordb.later import EXACT_BETA, LATER, POSTERIORDB_SUMMARIES, spec
+
+pytest.importorskip("pymc")
+
+from tests.test_posteriordb_highdim import _z_max  # noqa: E402
+from tests.test_posteriordb_models import _logp_dlogp  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = list(LATER)
+ALPHA = 1e-3
+TOLERANCE = 1e-8
+BEGIN = "<!-- later references: begin (tests/test_posteriordb_later.py summary_table) -->"
+END = "<!-- later references: end -->"
+
+
+def _data(name):
+    from ckam_bench.posteriordb import load_data
+
+    return load_data(name)
+
+
+def _binom(k, n, p):
+    return stats.binom.logpmf(int(k), int(n), p)
+
+
+def _logit_jac(x):
+    """Stan's log-Jacobian of x = inv_logit(y) for ``<lower=0, upper=1>``."""
+    return np.log(x) + np.log1p(-x)
+
+
+def stan_rate_1(v):
+    d = _data("Rate_1_data")
+    return stats.beta.logpdf(v["theta"], 1, 1) + _binom(d["k"], d["n"], v["theta"]) + _logit_jac(v["theta"])
+
+
+def stan_common_rate(data_name, v):
+    d = _data(data_name)
+    t = v["theta"]
+    return stats.beta.logpdf(t, 1, 1) + _binom(d["k1"], d["n1"], t) + _binom(d["k2"], d["n2"], t) + _logit_jac(t)
+
+
+def stan_rate_2(v):
+    d = _data("Rate_2_data")
+    t1, t2 = v["theta1"], v["theta2"]
+    return (stats.beta.logpdf(t1, 1, 1) + stats.beta.logpdf(t2, 1, 1) + _binom(d["k1"], d["n1"], t1)
+            + _binom(d["k2"], d["n2"], t2) + _logit_jac(t1) + _logit_jac(t2))
+
+
+def stan_rate_4(v):
+    d = _data("Rate_4_data")
+    t, tp = v["theta"], v["thetaprior"]
+    return (stats.beta.logpdf(t, 1, 1) + stats.beta.logpdf(tp, 1, 1) + _binom(d["k"], d["n"], t)
+            + _logit_jac(t) + _logit_jac(tp))
+
+
+def _bernoulli_logit(y, eta):
+    return float(np.sum(y * eta - np.logaddexp(0, eta)))
+
+
+def _wells():
+    d = _data("wells_data")
+    return d["switched"].astype(float), d["dist"].astype(float), d["arsenic"].astype(float)
+
+
+def stan_wells_dist(v):
+    y, dist, _ = _wells()
+    return _bernoulli_logit(y, v["beta"][0] + v["beta"][1] * dist)  # flat priors: target is the likelihood
+
+
+def stan_wells_dist100(v):
+    y, dist, _ = _wells()
+    x = (dist / 100.0).reshape(-1, 1)
+    return _bernoulli_logit(y, v["alpha"] + x @ v["beta"])
+
+
+def stan_wells_dist100ars(v):
+    y, dist, arsenic = _wells()
+    x = np.column_stack([dist / 100.0, arsenic])
+    return _bernoulli_logit(y, v["alpha"] + x @ v["beta"])
+
+
+def stan_wells_interaction_c(v):
+    y, dist, arsenic = _wells()
+    c_dist100 = (dist - np.mean(dist)) / 100.0
+    c_arsenic = arsenic - np.mean(arsenic)
+    x = np.column_stack([c_dist100, c_arsenic, c_dist100 * c_arsenic])
+    return _bernoulli_logit(y, v["alpha"] + x @ v["beta"])
+
+
+def stan_nes_logit(v):
+    d = _data("nes_logit_data")
+    x = d["income"].astype(float).reshape(-1, 1)
+    return _bernoulli_logit(d["vote"].astype(float), v["alpha"] + x @ v["beta"])
+
+
+def stan_radon_pooled(data_name, v):
+    d = _data(data_name)
+    target = norm.logpdf(v["sigma_y"], 0, 1) + norm.logpdf(v["alpha"], 0, 10) + norm.logpdf(v["beta"], 0, 10)
+    mu = v["alpha"] + v["beta"] * d["floor_measure"].astype(float)
+    for n in range(int(d["N"])):
+        target += norm.logpdf(d["log_radon"][n], mu[n], v["sigma_y"])
+    return target + np.log(v["sigma_y"])  # <lower=0>: x = exp(y)
+
+
+def stan_sesame_one_pred_a(v):
+    d = _data("sesame_data")
+    mu = v["beta"][0] + v["beta"][1] * d["encouraged"].astype(float)
+    return norm.logpdf(d["watched"].astype(float), mu, v["sigma"]).sum() + np.log(v["sigma"])
+
+
+def _dogs_counts():
+    d = _data("dogs")
+    y = d["y"].astype(float)
+    n_dogs, n_trials = y.shape
+    n_avoid, n_shock = np.zeros_like(y), np.zeros_like(y)
+    for j in range(n_dogs):  # Stan's loops
+        for t in range(1, n_trials):
+            n_avoid[j, t] = n_avoid[j, t - 1] + 1 - y[j, t - 1]
+            n_shock[j, t] = n_shock[j, t - 1] + y[j, t - 1]
+    return y, n_avoid, n_shock
+
+
+def stan_dogs(v):
+    y, n_avoid, n_shock = _dogs_counts()
+    b = v["beta"]
+    return norm.logpdf(b, 0, 100).sum() + _bernoulli_logit(y, b[0] + b[1] * n_avoid + b[2] * n_shock)
+
+
+def stan_dogs_hierarchical(v):
+    y, prev_avoid, prev_shock = _dogs_counts()
+    p = v["a"] ** prev_shock * v["b"] ** prev_avoid
+    return float(np.sum(stats.bernoulli.logpmf(y, p))) + _logit_jac(v["a"]) + _logit_jac(v["b"])
+
+
+def stan_m0(v):
+    d = _data("M0_data")
+    n_trials = int(d["T"])
+    target = 0.0
+    for row in d["y"]:
+        s = int(row.sum())
+        if s > 0:
+            target += np.log(v["omega"]) + stats.binom.logpmf(s, n_trials, v["p"])
+        else:
+            target += np.logaddexp(np.log(v["omega"]) + stats.binom.logpmf(0, n_trials, v["p"]), np.log1p(-v["omega"]))
+    return target + _logit_jac(v["omega"]) + _logit_jac(v["p"])
+
+
+STAN_NUMPY = {
+    "Rate_1_data-Rate_1_model": stan_rate_1,
+    "Rate_3_data-Rate_3_model": functools.partial(stan_common_rate, "Rate_3_data"),
+    "Rate_5_data-Rate_5_model": functools.partial(stan_common_rate, "Rate_5_data"),
+    "Rate_2_data-Rate_2_model": stan_rate_2,
+    "Rate_4_data-Rate_4_model": stan_rate_4,
+    "wells_data-wells_dist": stan_wells_dist,
+    "wells_data-wells_dist100_model": stan_wells_dist100,
+    "wells_data-wells_dist100ars_model": stan_wells_dist100ars,
+    "wells_data-wells_interaction_c_model": stan_wells_interaction_c,
+    "nes_logit_data-nes_logit_model": stan_nes_logit,
+    "radon_mn-radon_pooled": functools.partial(stan_radon_pooled, "radon_mn"),
+    "radon_all-radon_pooled": functools.partial(stan_radon_pooled, "radon_all"),
+    "sesame_data-sesame_one_pred_a": stan_sesame_one_pred_a,
+    "dogs-dogs": stan_dogs,
+    "dogs-dogs_hierarchical": stan_dogs_hierarchical,
+    "M0_data-M0_model": stan_m0,
+}
+
+
+_TRANSFORMS = {"_logodds__": expit, "_log__": np.exp}
+"""Stan's inverse transforms in numpy, by PyMC's value-variable suffix: inv_logit for
+``<lower=0, upper=1>``, exp for ``<lower=0>``; a variable without a suffix is unconstrained."""
+
+
+def _layout(model) -> list[tuple[str, object, tuple[int, ...]]]:
+    """(Stan name, inverse transform, shape) of each value variable, in the model's order; only
+    the value variables' names and sizes are read from the model."""
+    out = []
+    for var in model.value_vars:
+        shape = tuple(model.initial_point()[var.name].shape)
+        suffix = next((k for k in _TRANSFORMS if var.name.endswith(k)), "")
+        out.append((var.name.removesuffix(suffix), _TRANSFORMS.get(suffix, lambda x: x), shape))
+    return out
+
+
+def constrained_names(model) -> list[str]:
+    """Stan's names of the parameters' coordinates (``beta[1]`` for a vector's first), in the
+    order of the model's unconstrained coordinates."""
+    return [name if not shape else f"{name}[{i + 1}]" for name, _, shape in _layout(model)
+            for i in range(int(np.prod(shape)) if shape else 1)]
+
+
+def constrained(model, u: np.ndarray) -> dict:
+    """Stan's parameters of an unconstrained row ``u`` (by Stan's transforms in numpy)."""
+    out, at = {}, 0
+    for name, inverse, shape in _layout(model):
+        size = int(np.prod(shape)) if shape else 1
+        x = u[at:at + size].reshape(shape) if shape else u[at]
+        out[name], at = inverse(np.asarray(x, float)), at + size
+    assert at == len(u)
+    return out
+
+
+def constrained_columns(model, u: np.ndarray) -> np.ndarray:
+    """Stan's parameters of unconstrained draws ``u`` (..., d), column by column as
+    :func:`constrained_names`."""
+    columns, at = [], 0
+    for _, inverse, shape in _layout(model):
+        size = int(np.prod(shape)) if shape else 1
+        columns.append(inverse(np.asarray(u[..., at:at + size], float)))
+        at += size
+    return np.concatenate(columns, axis=-1)
+
+
+@functools.lru_cache(maxsize=None)
+def _case(name):
+    from ckam_bench.posteriordb import models
+    from ckam_bench.reference_lookup import load_reference
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(spec(name))
+    reference = load_reference(target)
+    model = getattr(models, LATER[name].function)()
+    return target, reference, model, _logp_dlogp(model)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_equal_to_the_stan_program(name):
+    """Mean score and Stein's identity over every stored draw of the shipped reference, finite
+    differences at three draws, the independent numpy density at five."""
+    target, reference, model, batch = _case(name)
+    assert target.dim == LATER[name].dim == len(reference.mean) == len(constrained_names(model))
+    u, chain = reference.samples, reference.chain
+    logp, grad = batch(u)
+    assert np.isfinite(logp).all() and np.isfinite(grad).all()
+    assert np.ptp(np.array([target._log_density(row) for row in u[:3]]) - logp[:3]) < 1e-8
+    d = u.shape[1]
+    z, crit = _z_max(grad, np.zeros(d), chain)
+    assert z < crit, (name, "mean score", z, crit)
+    z, _ = _z_max((u[:, :, None] * grad[:, None, :]).reshape(len(u), -1), -np.eye(d).ravel(), chain)
+    assert z < norm.isf(ALPHA / (2 * d * d)), (name, "Stein", z)
+    for row in u[[0, len(u) // 2, -1]]:
+        steps = np.diag(1e-6 * np.maximum(1.0, np.abs(row)))
+        fd_logp, _ = batch(np.vstack([row + steps, row - steps]))
+        fd = (fd_logp[:d] - fd_logp[d:]) / (2 * np.diag(steps))
+        np.testing.assert_allclose(batch(row[None])[1][0], fd, rtol=1e-4, atol=1e-4, err_msg=name)
+    picks = np.linspace(0, len(u) - 1, 5).round().astype(int)
+    diff = logp[picks] - np.array([STAN_NUMPY[name](constrained(model, u[i])) for i in picks])
+    assert np.ptp(diff) < TOLERANCE, (name, diff)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_wrong_model_fails(name):
+    """The numpy density with a wrong prior on the first coordinate (an extra normal(0, 0.1)
+    factor on it, unconstrained) is no constant away from the model's: the density check has
+    teeth."""
+    _, reference, model, batch = _case(name)
+    u = reference.samples[:5]
+    wrong = [STAN_NUMPY[name](constrained(model, row)) + norm.logpdf(row[0], 0, 0.1) for row in u]
+    assert np.ptp(batch(u)[0] - np.array(wrong)) > 1e-3
+
+
+def test_every_posterior_has_a_model_data_summaries_and_a_numpy_density():
+    from ckam_bench.posteriordb import database, registered
+
+    assert sorted(LATER) == sorted(STAN_NUMPY) == sorted(POSTERIORDB_SUMMARIES)
+    assert set(EXACT_BETA) <= set(LATER) and all(n.startswith("Rate_") for n in EXACT_BETA)
+    later = {e.name: e for e in database.entries() if e.later}
+    for name, p in LATER.items():
+        assert registered()[name] is p and name in later
+        assert p.dim == len(POSTERIORDB_SUMMARIES[name]["names"]) == len(POSTERIORDB_SUMMARIES[name]["mean"])
+        assert all(re.fullmatch("[0-9a-f]{40}", c) for c in POSTERIORDB_SUMMARIES[name]["files"].values())
+        assert database.status_of(later[name]).status == database.SUITE_HARNESS
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_is_shipped_certified_and_found(name):
+    from ckam_bench.reference_lookup import SHIPPED, find_reference, is_certified
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target, ref, _, _ = _case(name)
+    path = find_reference(PyMCModel(spec(name)))
+    assert path is not None and path.parent == SHIPPED
+    c = ref.certificate
+    assert is_certified(c) and c["chains"] >= 10
+    diag = c["diagnostics"]
+    assert diag["rhat_max"] < 1.01 and diag["ess_bulk_min"] >= 1e4 and diag["ess_tail_min"] >= 1e4
+    assert c["cost"]["divergences_after_tuning"] == 0 and c["cost"]["cpu_seconds"] > 0
+    assert ref.samples.shape == (len(np.unique(ref.chain)) * 100, LATER[name].dim)
+    assert json.loads(path.with_suffix(".json").read_text())["reference_id"] == target.reference_id()
+    # the constrained summary agrees with the stored draws (1000 of them: a loose z bound)
+    s, model = c["constrained"], _case(name)[2]
+    assert s["names"] == constrained_names(model)
+    x = constrained_columns(model, ref.samples)
+    z, crit = _z_max(x, np.array(s["mean"]), ref.chain)
+    assert z < crit, (name, z)
+
+
+def compare(name) -> dict:
+    """z-scores of our reference's constrained mean and mean of x² against posteriordb's and
+    against the exact Beta posterior (the rate models only), per coordinate, from the shipped
+    files."""
+    _, ref, _, _ = _case(name)
+    ours, theirs = ref.certificate["constrained"], POSTERIORDB_SUMMARIES[name]
+    assert ours["names"] == theirs["names"]
+    out = {}
+    for key, mcse in (("mean", "mcse_mean"), ("mean_sq", "mcse_mean_sq")):
+        a, b = np.array(ours[key]), np.array(theirs[key])
+        out[key] = (a - b) / np.hypot(ours[mcse], theirs[mcse])
+        if name not in EXACT_BETA:
+            continue
+        ab = np.array([EXACT_BETA[name][n] for n in ours["names"]], float)
+        exact = ab[:, 0] / ab.sum(1)
+        if key == "mean_sq":
+            exact = exact * (ab[:, 0] + 1) / (ab.sum(1) + 1)
+        out["exact_" + key] = (a - exact) / np.array(ours[mcse])
+        out["pdb_exact_" + key] = (b - exact) / np.array(theirs[mcse])
+    return out
+
+
+def summary_table() -> str:
+    lines = [BEGIN, "| posterior | d | our chains × draws | CPU s | max \\|z\\| mean / mean² vs posteriordb "
+             "| ours vs exact | posteriordb's vs exact | file |", "|---|---|---|---|---|---|---|---|"]
+    for name in NAMES:
+        _, ref, _, _ = _case(name)
+        c, z = ref.certificate, compare(name)
+        m = lambda k: float(np.max(np.abs(z[k])))  # noqa: E731
+        pair = lambda k: f"{m(k + 'mean'):.2f} / {m(k + 'mean_sq'):.2f}" if k + "mean" in z else "—"  # noqa: E731
+        lines.append(f"| {name} | {LATER[name].dim} | {c['chains']} × {c['iterations']} | "
+                     f"{c['cost']['cpu_seconds']:.1f} | {pair('')} | {pair('exact_')} | {pair('pdb_exact_')} | "
+                     f"`{ref.path.name}` |")
+    return "\n".join([*lines, END])
+
+
+def test_the_docs_table_is_recomputed_from_the_shipped_files():
+    """Every z below the Bonferroni bound at family-wise 1e-3 over the 2d comparisons of each
+    posterior, and docs/posteriordb.md holds exactly :func:`summary_table`."""
+    for name in NAMES:
+        crit = norm.isf(ALPHA / (2 * 2 * LATER[name].dim))
+        assert all(np.max(np.abs(z)) < crit for z in compare(name).values()), (name, compare(name))
+    text = (ROOT / "docs" / "posteriordb.md").read_text()
+    start, stop = text.index(BEGIN), text.index(END) + len(END)
+    assert text[start:stop] == summary_table(), "docs/posteriordb.md: python -m tests.test_posteriordb_later table"
+
+
+# ---------------------------------------------------------------------------- the build (a script)
+MACHINE = ("2 cores shared with other sessions' work (load average 2-5), nice 5; CPU time of this "
+           "process only")
+
+
+def route1(name, draws, chains=10, seed=0):
+    """nutpie (diagonal mass matrix, target accept 0.8), ``chains`` chains one after another;
+    returns (target, runs, cost) (tests/test_posteriordb_highdim.py's route 1, for LATER)."""
+    import nutpie
+
+    from ckam_bench.checks.reference import ChainRun, overdispersed_start
+    from ckam_bench.targets.pymc import PyMCModel
+
+    target = PyMCModel(spec(name))
+    t0 = time.process_time()
+    compiled = nutpie.compile_pymc_model(target.model, backend="numba")
+    compile_s = time.process_time() - t0
+    runs, grads, div_tune, div_draws, wall = [], 0, 0, 0, 0.0
+    for c in range(chains):
+        rng = np.random.default_rng([seed, c])
+        x0 = overdispersed_start(target, 1.0, rng)
+        c0, w0 = time.process_time(), time.time()
+        tr = nutpie.sample(compiled, draws=draws, tune=1000, chains=1, cores=1, seed=int(rng.integers(2**63)),
+                           progress_bar=False, init_mean=x0, target_accept=0.8, store_unconstrained=True)
+        sec, wall = time.process_time() - c0, wall + time.time() - w0
+        st, wst = tr.sample_stats, tr.warmup_sample_stats
+        held = np.asarray(st["unconstrained_draw"].values[0], float).reshape(draws, target.dim)
+        lp = np.asarray(st["logp"].values[0][:3], float)  # nutpie's coordinates are the target's
+        assert np.ptp(lp - np.array([target._log_density(h) for h in held[:3]])) < 1e-6
+        grads += int(st["n_steps"].values.sum() + wst["n_steps"].values.sum())
+        div_draws += int(st["diverging"].values.sum())
+        div_tune += int(wst["diverging"].values.sum())
+        sq = held * held
+        runs.append(ChainRun(held=held, sums=np.array([held.sum(0), sq.sum(0), (sq * sq).sum(0)]),
+                             count=draws, acceptance=float(st["mean_tree_accept"].values.mean()),
+                             n_nonfinite=0, start=np.asarray(x0), seconds=sec))
+    cost = {"cpu_seconds": sum(r.seconds for r in runs), "wall_seconds": wall, "compile_cpu_seconds": compile_s,
+            "gradients": grads, "divergences_after_tuning": div_draws, "divergences_during_tuning": div_tune,
+            "machine": MACHINE}
+    return target, runs, cost
+
+
+def build(name, draws):
+    import shutil
+    import tempfile
+
+    from ckam_bench.checks.reference import certify_runs, store_reference
+    from ckam_bench.posteriordb import models
+    from ckam_bench.reference_lookup import SHIPPED, diagnose
+
+    target, runs, cost = route1(name, draws)
+    ok, why, certificate, arrays = certify_runs(
+        target, runs, burn_in=1000, iterations=draws, max_draws=20_000, stored_draws=100,
+        sampler_name="nutpie", settings={"library": "nutpie", "tune": 1000, "target_accept": 0.8,
+                                         "mass_matrix": "diag", "chains run": "one at a time, cores=1"})
+    d = certificate["diagnostics"]
+    print(f"{name}: certified={certificate['certified']} {why} R-hat {d['rhat_max']:.4f} bulk {d['ess_bulk_min']:.0f} "
+          f"tail {d['ess_tail_min']:.0f} {cost}", file=sys.stderr, flush=True)
+    if not ok or cost["divergences_after_tuning"]:
+        return 3
+    model = getattr(models, LATER[name].function)()
+    x = constrained_columns(model, np.stack([r.held for r in runs]))  # (chains, n, d): every draw, constrained
+    flat = x.reshape(-1, x.shape[-1])
+    certificate["cost"] = cost
+    certificate["constrained"] = {
+        "names": constrained_names(model), "mean": flat.mean(0).tolist(),
+        "mcse_mean": diagnose(x)["mcse_mean"].tolist(), "mean_sq": (flat**2).mean(0).tolist(),
+        "mcse_mean_sq": diagnose(x**2)["mcse_mean"].tolist(),
+        "note": "Stan's parameters (Stan's inverse transforms of the unconstrained draws) over every draw of every chain; "
+                "MCSE of the mean of x and of x² from arviz-stats"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = store_reference(Path(tmp) / "refs", certificate, arrays)
+        for p in (path, path.with_suffix(".json")):
+            shutil.copy(p, SHIPPED / p.name)
+    print(f"  -> {SHIPPED / path.name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore")
+    if sys.argv[1] == "build":
+        sys.exit(build(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000))
+    if sys.argv[1] == "table":
+        print(summary_table())
