@@ -224,13 +224,16 @@ def constrained(model, u: np.ndarray) -> dict:
 # ---------------------------------------------------------------------------- the proofs
 @functools.lru_cache(maxsize=None)
 def _case(name):
-    from ckam_bench.posteriordb import models
+    """(target, its certified reference, the PyMC model, its (logp, dlogp) at rows) of a
+    registered posterior whose reference the harness certified (also tests/test_posteriordb_later.py)."""
+    from ckam_bench.posteriordb import models, registered
     from ckam_bench.reference_lookup import load_reference
     from ckam_bench.targets.pymc import PyMCModel
 
-    target = PyMCModel(spec(name))
+    posterior = registered()[name]
+    target = PyMCModel(posterior.model)
     reference = load_reference(target)
-    model = getattr(models, HIGHDIM[name].function)()
+    model = getattr(models, posterior.function)()
     return target, reference, model, _logp_dlogp(model)
 
 
@@ -530,11 +533,7 @@ def second_route(name, ref_or_none=None, draws=5000):
 
 
 def build(name, draws, target_accept=0.8, route2_draws=5000, mass_matrix="diag"):
-    import shutil
-    import tempfile
-
-    from ckam_bench.checks.reference import certify_runs, store_reference
-    from ckam_bench.reference_lookup import SHIPPED
+    from ckam_bench.checks.reference import certify_runs
 
     target, runs, cost = route1(name, draws, target_accept=target_accept, mass_matrix=mass_matrix)
     ok, why, certificate, arrays = certify_runs(
@@ -556,6 +555,18 @@ def build(name, draws, target_accept=0.8, route2_draws=5000, mass_matrix="diag")
     certificate["cost"], certificate["second_route"] = cost, s
     print(f"  second route: max|z| mean {s['max_abs_z_mean']:.2f} sd {s['max_abs_z_sd']:.2f}, "
           f"{s['cpu_seconds']:.0f} s, {s['gradients']} gradients", file=sys.stderr, flush=True)
+    return ship(certificate, arrays)
+
+
+def ship(certificate: dict, arrays: dict) -> int:
+    """Store a certified reference the harness's way and copy it (npz and sidecar) among the
+    shipped references (a maintainer's build step of this module and tests/test_posteriordb_later.py)."""
+    import shutil
+    import tempfile
+
+    from ckam_bench.checks.reference import store_reference
+    from ckam_bench.reference_lookup import SHIPPED
+
     with tempfile.TemporaryDirectory() as tmp:
         path = store_reference(Path(tmp) / "refs", certificate, arrays)
         for p in (path, path.with_suffix(".json")):

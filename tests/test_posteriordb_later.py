@@ -47,8 +47,7 @@ from ckam_bench.posteriordb.later import EXACT_BETA, LATER, POSTERIORDB_SUMMARIE
 
 pytest.importorskip("pymc")
 
-from tests.test_posteriordb_highdim import _z_max  # noqa: E402
-from tests.test_posteriordb_models import _logp_dlogp  # noqa: E402
+from tests.test_posteriordb_highdim import _case, _z_max, ship  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = list(LATER)
@@ -255,16 +254,6 @@ def constrained_columns(model, u: np.ndarray) -> np.ndarray:
     return np.concatenate(columns, axis=-1)
 
 
-@functools.lru_cache(maxsize=None)
-def _case(name):
-    from ckam_bench.posteriordb import models
-    from ckam_bench.reference_lookup import load_reference
-    from ckam_bench.targets.pymc import PyMCModel
-
-    target = PyMCModel(spec(name))
-    reference = load_reference(target)
-    model = getattr(models, LATER[name].function)()
-    return target, reference, model, _logp_dlogp(model)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -429,12 +418,9 @@ def route1(name, draws, chains=10, seed=0):
 
 
 def build(name, draws):
-    import shutil
-    import tempfile
-
-    from ckam_bench.checks.reference import certify_runs, store_reference
+    from ckam_bench.checks.reference import certify_runs
     from ckam_bench.posteriordb import models
-    from ckam_bench.reference_lookup import SHIPPED, diagnose
+    from ckam_bench.reference_lookup import diagnose
 
     target, runs, cost = route1(name, draws)
     ok, why, certificate, arrays = certify_runs(
@@ -456,12 +442,7 @@ def build(name, draws):
         "mcse_mean_sq": diagnose(x**2)["mcse_mean"].tolist(),
         "note": "Stan's parameters (Stan's inverse transforms of the unconstrained draws) over every draw of every chain; "
                 "MCSE of the mean of x and of x² from arviz-stats"}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = store_reference(Path(tmp) / "refs", certificate, arrays)
-        for p in (path, path.with_suffix(".json")):
-            shutil.copy(p, SHIPPED / p.name)
-    print(f"  -> {SHIPPED / path.name}", file=sys.stderr)
-    return 0
+    return ship(certificate, arrays)
 
 
 if __name__ == "__main__":
