@@ -63,6 +63,56 @@ import numpy as np
 from ckam_bench import jit
 from ckam_bench.adaptation import welford
 
+
+# The decompositions of the jitable estimators below, the same LAPACK routines on the same
+# library in a kernel and in its Python loop: numba's np.linalg calls scipy's LAPACK (syevd,
+# gesdd, geqrf/orgqr); numpy's own np.linalg calls the LAPACK bundled with numpy, whose last
+# bits differ from scipy's when their OpenBLAS builds differ (numpy 2.5.5's 0.3.34 against
+# scipy 1.18.1's 0.3.31: np.linalg.svd of 2 x 2 matrices differs in most last bits), so the
+# Python loop calls scipy.linalg with those drivers and a kernel np.linalg.
+def _eigh(a):
+    import scipy.linalg
+
+    return scipy.linalg.eigh(a, driver="evd")
+
+
+def _eigvalsh(a):
+    import scipy.linalg
+
+    return scipy.linalg.eigh(a, eigvals_only=True, driver="evd")
+
+
+def _svd(a):
+    import scipy.linalg
+
+    return scipy.linalg.svd(a, lapack_driver="gesdd")
+
+
+def _qr(a):
+    import scipy.linalg
+
+    return scipy.linalg.qr(a, mode="economic")
+
+
+if jit.AVAILABLE:
+    from numba.extending import overload
+
+    @overload(_eigh)
+    def _eigh_compiled(a):
+        return lambda a: np.linalg.eigh(a)
+
+    @overload(_eigvalsh)
+    def _eigvalsh_compiled(a):
+        return lambda a: np.linalg.eigvalsh(a)
+
+    @overload(_svd)
+    def _svd_compiled(a):
+        return lambda a: np.linalg.svd(a)
+
+    @overload(_qr)
+    def _qr_compiled(a):
+        return lambda a: np.linalg.qr(a)
+
 LOWER, UPPER = 1e-20, 1e20
 
 
@@ -188,7 +238,7 @@ def _factor_and_top(cx, cg):
     so G = W diag(w^−½) Z diag(κ^¼): A's eigenpairs are then G's singular pairs, whose values
     are never negative (forming A first loses its smallest eigenvalues to rounding, even below
     0, when cg's eigenvalues span many decades, as a few early draws give)."""
-    w, wv = np.linalg.eigh(cg)
+    w, wv = _eigh(cg)
     m = w.shape[0]
     half, inv_half = np.empty((m, m)), np.empty((m, m))
     for i in range(m):
@@ -197,7 +247,7 @@ def _factor_and_top(cx, cg):
             half[i, j] = wv[i, j] * root
             inv_half[i, j] = wv[i, j] / root
     k = half.T @ cx @ half
-    kappa, z = np.linalg.eigh(0.5 * (k + k.T))
+    kappa, z = _eigh(0.5 * (k + k.T))
     g = inv_half @ z
     for i in range(m):
         for j in range(m):
@@ -244,7 +294,7 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
         both = np.empty((d, 2 * n))
         both[:, :n] = xs.T
         both[:, n:] = gs.T
-        basis, _ = np.linalg.qr(both)
+        basis, _ = _qr(both)
         basis = np.ascontiguousarray(basis)
         px, pg = xs @ basis, gs @ basis
     m = basis.shape[1]
@@ -253,12 +303,12 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
     factor, top_g = _factor_and_top(cx, cg)
-    vectors, roots, _ = np.linalg.svd(factor)
+    vectors, roots, _ = _svd(factor)
     # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
     # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding can leave the range below (the smallest
     # eigenvalues of a product whose eigenvalues span ~16 decades), never the true λ
     low = 1.0 / math.sqrt(top_g)
-    high = math.sqrt(np.linalg.eigvalsh(cx)[m - 1])
+    high = math.sqrt(_eigvalsh(cx)[m - 1])
     values = np.empty(m)
     for i in range(m):
         values[i] = min(max(roots[i] * roots[i], low), high)

@@ -36,7 +36,7 @@ def flatten_tree(points: np.ndarray, leafsize: int = 8):
             stack.append((node.lesser, k, 0))
     as_int = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return (as_int(split_dim), np.asarray(split, float), as_int(lesser), as_int(greater), as_int(start),
-            as_int(end), np.ascontiguousarray(tree.indices, dtype=np.int64))
+            as_int(end), np.array(tree.indices, dtype=np.int64))  # a copy: scipy 1.18 gives it read-only
 
 
 @jit.helper
