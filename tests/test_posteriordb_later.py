@@ -376,8 +376,12 @@ def test_the_docs_table_is_recomputed_from_the_shipped_files():
 
 
 # ---------------------------------------------------------------------------- the build (a script)
-MACHINE = ("2 cores shared with other sessions' work (load average 2-5), nice 5; CPU time of this "
-           "process only")
+def machine() -> str:
+    """The machine as the build found it: cores, load average, niceness."""
+    import os
+
+    return (f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, nice "
+            f"{os.nice(0)}; CPU time of this process only")
 
 
 def route1(name, draws, chains=10, seed=0):
@@ -413,7 +417,7 @@ def route1(name, draws, chains=10, seed=0):
                              n_nonfinite=0, start=np.asarray(x0), seconds=sec))
     cost = {"cpu_seconds": sum(r.seconds for r in runs), "wall_seconds": wall, "compile_cpu_seconds": compile_s,
             "gradients": grads, "divergences_after_tuning": div_draws, "divergences_during_tuning": div_tune,
-            "machine": MACHINE}
+            "machine": machine()}
     return target, runs, cost
 
 

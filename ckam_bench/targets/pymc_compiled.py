@@ -190,7 +190,10 @@ def load_functions(key: str | None, count: int):
     import pickle
     import time
 
-    from pytensor.compile.function.types import Function
+    try:
+        from pytensor.compile.executor import Function  # pytensor 3
+    except ImportError:  # pytensor 2.38
+        from pytensor.compile.function.types import Function
 
     if key is None:
         return None
