@@ -51,6 +51,10 @@ from tests.test_posteriordb_highdim import _case, _z_max, ship  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = list(LATER)
+DEFAULT_TIER = ("Rate_2_data-Rate_2_model", "wells_data-wells_dist", "dogs-dogs_hierarchical",
+                "M0_data-M0_model")
+"""The proofs' default-tier cases (a rate, a GLM, a Potential, a mixture); the slow tier runs all."""
+PROOF_NAMES = [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
 ALPHA = 1e-3
 TOLERANCE = 1e-8
 BEGIN = "<!-- later references: begin (tests/test_posteriordb_later.py summary_table) -->"
@@ -256,7 +260,7 @@ def constrained_columns(model, u: np.ndarray) -> np.ndarray:
 
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PROOF_NAMES)
 def test_equal_to_the_stan_program(name):
     """Mean score and Stein's identity over every stored draw of the shipped reference, finite
     differences at three draws, the independent numpy density at five."""
@@ -281,7 +285,7 @@ def test_equal_to_the_stan_program(name):
     assert np.ptp(diff) < TOLERANCE, (name, diff)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PROOF_NAMES)
 def test_a_wrong_model_fails(name):
     """The numpy density with a wrong prior on the first coordinate (an extra normal(0, 0.1)
     factor on it, unconstrained) is no constant away from the model's: the density check has

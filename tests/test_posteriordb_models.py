@@ -488,7 +488,9 @@ def test_build_converts_posteriordb_files_atomically(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["eight_schools-eight_schools_centered", "low_dim_gauss_mix-low_dim_gauss_mix",
-                                  "hmm_example-hmm_example", "garch-garch11", "gp_pois_regr-gp_pois_regr"])
+                                  pytest.param("hmm_example-hmm_example", marks=pytest.mark.slow),
+                                  pytest.param("garch-garch11", marks=pytest.mark.slow),
+                                  pytest.param("gp_pois_regr-gp_pois_regr", marks=pytest.mark.slow)])
 def test_the_batched_transform_is_the_draw_by_draw_one_bit_for_bit(name):
     """The reference draws go to the unconstrained scale through one vectorised pytensor graph;
     the same map applied draw by draw gives the same bits (log, logit-interval, ordered,

@@ -383,6 +383,7 @@ def two():
 """
 
 
+@pytest.mark.slow  # seven new processes, each importing PyMC: ~45 s
 def test_a_models_compiled_density_is_loaded_from_the_disk_cache_by_the_next_process(tmp_path):
     """pytensor's compiled functions and the C-callables around their code are compiled once per
     machine and loaded by every later process (issue 44 §2), keyed by the graph (pytensor's key
