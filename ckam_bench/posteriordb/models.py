@@ -314,14 +314,7 @@ def unconstrained_reference(name: str, model: pm.Model | None = None) -> tuple[l
     values = reference_values(name)
     draws = [np.asarray(values[rv.name]) for rv in model.free_RVs]
     n = len(draws[0])
-    try:
-        forward = _forward_transform(model, batched=True)
-    except (NotImplementedError, TypeError, ValueError):  # an op pytensor cannot vectorise
-        forward = _forward_transform(model)
-        rows = [np.concatenate([np.ravel(u) for u in forward(*[d[i] for d in draws])])
-                for i in range(n)]
-        return [v.name for v in model.value_vars], np.array(rows)
-    columns = [np.reshape(u, (n, -1)) for u in forward(*draws)]
+    columns = [np.reshape(u, (n, -1)) for u in _forward_transform(model, batched=True)(*draws)]
     return [v.name for v in model.value_vars], np.concatenate(columns, axis=1)
 
 
