@@ -56,6 +56,8 @@ import pathlib
 
 import numpy as np
 
+from ckam_bench.caches import MODELS_KEPT, Recent
+
 try:
     import numba
     from numba import types
@@ -155,7 +157,7 @@ if AVAILABLE:
         return DENSITY
 
 
-_WRAPPED: dict = {}
+_WRAPPED = Recent(2 * MODELS_KEPT)  # jitted (or (wrapper, jitted)) -> its C-callable copy, the last few
 
 
 def compiled_log_density(target) -> CompiledDensity | None:
@@ -337,7 +339,7 @@ if AVAILABLE:
 
 
 _KEYED: dict = {}
-"""Functions compiled by :func:`keyed_cfunc`: the plain function's id -> (function, key)."""
+"""The function :func:`keyed_cfunc` is compiling: the plain function's id -> (function, key)."""
 
 if AVAILABLE:
 
@@ -388,10 +390,12 @@ def keyed_cfunc(source: str, name: str, env: dict, signature, key: str | None):
         return numba.cfunc(signature)(fn)
     key = hashlib.sha256(f"{key}\0{source}\0{signature}".encode()).hexdigest()
     _KEYED[id(fn)] = (fn, key)
-    try:
+    try:  # a cfunc is compiled (or loaded) here, when it is made: its locator is not asked later
         return numba.cfunc(signature, cache=True)(fn)
     except RuntimeError:  # "cannot cache function ...: no locator available" (not writable)
         return numba.cfunc(signature)(fn)
+    finally:
+        del _KEYED[id(fn)]
 
 
 def _njit(fn, **options):

@@ -81,7 +81,7 @@ def test_commands_start_without_the_figure_stack():
 # ---------------------------------------------------------------------------- layers
 FLOORS = (
     # (floor, the modules and packages on it, below ckam_bench.), lowest first
-    ("helpers", ("jit", "kernels", "schedules", "data", "reference_providers", "files")),
+    ("helpers", ("jit", "kernels", "schedules", "data", "reference_providers", "files", "caches")),
     ("adaptation", ("adaptation",)),
     ("targets", ("targets",)),
     ("reference_lookup", ("reference_lookup",)),

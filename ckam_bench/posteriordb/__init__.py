@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ckam_bench.caches import Recent
 from ckam_bench.reference_providers import register_reference_provider
 
 HERE = Path(__file__).resolve().parent
@@ -247,7 +248,7 @@ def suite_name(model_spec: str) -> str | None:
     return next((p.name for p in registered().values() if p.model == model_spec), None)
 
 
-_REFERENCES: dict = {}
+_REFERENCES = Recent()  # (name, reference id) -> (certificate, arrays), the last few
 _SHIPPED_DATA: dict = {}  # posterior name -> data_sha256 of its model on the shipped data
 
 

@@ -32,6 +32,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.transforms import ordered
 
+from ckam_bench.caches import Recent
 from ckam_bench.posteriordb import POSTERIORDB, POSTERIORDB_COMMIT, SUITE, load_data, reference_columns, registered
 from ckam_bench.posteriordb.subset import reference_status
 from ckam_bench.posteriordb.hierarchical import (  # noqa: F401  (re-exported: highdim.HIGHDIM's target.model)
@@ -295,9 +296,9 @@ def _certified_values(name: str) -> dict[str, np.ndarray]:
     return {rv.name: np.array([r[k] for r in rows]) for k, rv in enumerate(model.free_RVs)}
 
 
-_UNCONSTRAINED: dict = {}
+_UNCONSTRAINED = Recent()
 """Posterior name -> its unconstrained reference draws (read-only), for the suite's own model:
-read once per process, as every run of a sweep's worker on that posterior needs them."""
+kept for the last few posteriors, as every run of a sweep's worker on one posterior needs them."""
 
 
 def unconstrained_reference(name: str, model: pm.Model | None = None) -> tuple[list[str], np.ndarray]:

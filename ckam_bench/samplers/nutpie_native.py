@@ -38,6 +38,8 @@ import select
 
 import numpy as np
 
+from ckam_bench.caches import Recent
+
 # int64 control words shared with nutpie's thread
 QUOTA, DONE, EVALS, NONFINITE, CLOSING, POS, NPTS, OVERFLOW, FD_WAKE_HARNESS, FD_WAKE_NUTPIE = range(10)
 N_CTL = 10
@@ -56,8 +58,9 @@ for a large dimension: a draw whose trajectory overflows it gets the log density
 BLOCK_BYTES = 1 << 25
 """At most this many bytes of draws are handed over per chunk (4,096 draws, fewer above 1,024 dimensions)."""
 
-_CFUNCS: dict = {}
-"""(kind, key) -> (density cfunc, expansion cfunc, inner object kept alive): compiled once."""
+_CFUNCS = Recent()
+"""(kind, key) -> (density cfunc, expansion cfunc, inner object kept alive), for the last few
+densities (the caller holds the cfuncs it got, and the object they call)."""
 
 
 def _libc():

@@ -58,6 +58,7 @@ from importlib import metadata
 import numpy as np
 
 from ckam_bench import jit
+from ckam_bench.caches import Recent
 from ckam_bench.samplers.base import Block, ChainState, Sampler, check_start
 from ckam_bench.samplers.hamiltonian import check_burn_in, check_fraction, check_positive
 from ckam_bench.targets.base import Target
@@ -416,8 +417,9 @@ PYTHON_CALLBACK = "python callback (from_pyfunc fallback)"
 """… of a target without a compiled density (or ``CKAM_BENCH_JIT=0``): a Python call per
 evaluation, several times slower than nutpie's native speed."""
 
-_NUTPIE_MODELS: dict = {}
-"""PyMC model spec -> nutpie.compile_pymc_model(model, backend="numba"): compiled once per process."""
+_NUTPIE_MODELS = Recent()
+"""(PyMC model spec, source, data) -> nutpie.compile_pymc_model(model, backend="numba"), for the
+last few models (a run's density path holds the one it calls)."""
 
 
 @dataclass

@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
+from ckam_bench.caches import MODELS_KEPT, Recent
 from ckam_bench.data import array_sha256, content_sha256
 from ckam_bench.targets.base import Target
 from ckam_bench.targets import pymc_compiled
@@ -143,8 +144,8 @@ def _did_you_mean(name: str, module, where: str) -> str:
     return " — did you mean " + " or ".join(f"'{where}:{c}'" for c in close) + "?"
 
 
-_MODELS: dict = {}
-"""spec -> (sha256 of its model file or None, its pymc.Model)."""
+_MODELS = Recent()
+"""spec -> (sha256 of its model file or None, its pymc.Model), for the last few specs."""
 
 
 def _file_digest(spec: str) -> str | None:
@@ -192,7 +193,7 @@ def model_dim(spec) -> int:
     return int(sum(np.size(v) for v in point.values()))
 
 
-_POINTS: dict = {}  # (id(model), init overrides, seed) -> (model, point)
+_POINTS = Recent(4 * MODELS_KEPT)  # (id(model), init overrides, seed) -> (model, point)
 
 
 def initial_point(model, init: str | None, seed: int) -> dict:
@@ -289,8 +290,8 @@ def _default_data(layout: _Layout) -> np.ndarray:
     return buffer
 
 
-_COMPILED: dict = {}
-_WRAPPERS: dict = {}  # (spec, stored names) -> the latest compiled wrappers, buffer, owner
+_COMPILED = Recent()  # (spec, mode, stored names) -> the pytensor functions
+_WRAPPERS = Recent()  # (spec, stored names) -> the latest compiled wrappers, their C-callables, buffer, owner
 
 
 def _jaxify():
@@ -402,7 +403,7 @@ class PyMCModel(Target):
         self.stored_names = [n for name, _, shape in self.layout.stored
                              for n in _element_names(name, shape)]
         self._mode = None
-        self._jitted = None
+        self._jitted = self._jitted_entry = None
 
     def _initial_point(self, init: str, seed: int) -> np.ndarray:
         point = initial_point(self.model, init, seed)
@@ -465,14 +466,17 @@ class PyMCModel(Target):
             entry = _WRAPPERS.get(key)
             if entry is None or entry["owner"]() is not None:
                 fns = _functions(self.spec, self.model, self.layout, "NUMBA")
-                entry = {"buffer": self.buffer, "owner": weakref.ref(self),
-                         "wrappers": pymc_compiled.compile_wrappers(
-                             pymc_compiled.c_functions(key, fns[0], fns[1]), self.buffer)}
+                cfuncs = pymc_compiled.c_functions(key, fns[0], fns[1])
+                entry = {"buffer": self.buffer, "owner": weakref.ref(self), "cfuncs": cfuncs,
+                         "wrappers": pymc_compiled.compile_wrappers(cfuncs, self.buffer)}
                 _WRAPPERS[key] = entry
             else:
                 entry["buffer"][:] = self.buffer
                 self.buffer = entry["buffer"]
                 entry["owner"] = weakref.ref(self)
+            # the wrappers call the C-callables by address: the target keeps them alive while it
+            # lives, whatever the bounded caches drop (ckam_bench.caches)
+            self._jitted_entry = entry
             self._jitted = entry["wrappers"]
         return self._jitted
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ckam_bench import jit
+from ckam_bench.caches import Recent
 
 if jit.AVAILABLE:
     import ctypes
@@ -49,7 +50,8 @@ def c_both(x_ptr, n, data_ptr, m, grad_ptr):
     carray(grad_ptr, (n,), float64)[:] = grad
     return logp[()]
 """}
-_C_FUNCTIONS: dict = {}
+_C_FUNCTIONS = Recent()
+"""(spec, stored names) -> {name: numba cfunc}, for the last few models."""
 
 
 def graph_key(fn) -> str | None:
@@ -74,7 +76,8 @@ def c_functions(key: tuple, logp_fn, both_fn) -> dict:
     pytensor's jitted functions: compiled once per machine and loaded from the disk cache by
     every later process (:func:`ckam_bench.jit.keyed_cfunc`, keyed by pytensor's key of each
     graph), since compiling them links and optimises the whole graph's code again (3–4 s for a
-    small regression). Kept for the process, per model."""
+    small regression). Kept for the last few models (:mod:`ckam_bench.caches`); each user holds
+    the dict it got."""
     made = _C_FUNCTIONS.get(key)
     if made is None:
         made = {}
