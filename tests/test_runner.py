@@ -166,6 +166,35 @@ def test_heavy_stores_wait_when_checkpoints_get_expensive(tmp_path, monkeypatch)
     assert writes[-1] == store.DIAGNOSTICS  # the final checkpoint writes the stores
 
 
+def test_a_fast_run_writes_its_trace_at_the_first_checkpoint_and_the_end(tmp_path, monkeypatch):
+    """Over max_overhead, the trace, status and resume state wait too (for FLUSH_SECONDS at
+    most): a run of many cheap checkpoints writes them twice, and the final trace holds a row
+    for every checkpoint, equal to a run that wrote them all."""
+    from ckam_bench.engine import runner as runner_module
+
+    traces = []
+    original = rundir.write_rows
+
+    def counting(rows, path, digest=None):
+        traces.append(len(rows))
+        original(rows, path, digest)
+
+    monkeypatch.setattr(rundir, "write_rows", counting)
+    times = checkpoint_times(20_000, first=10, per_decade=6, unit="iterations")
+    sampler = CountingSampler(seconds_per_iteration=1e-6)
+    _runner(tmp_path / "lazy", sampler, Budget(seconds=60, max_iterations=20_000), checkpoints=times,
+            checkpoint_unit="iterations", max_overhead=0.0).run()
+    assert traces[0] == 1 and len(traces) == 2  # the first checkpoint and the end
+    lazy = pd.read_parquet(tmp_path / "lazy" / store.TRACE)
+    traces.clear()
+    monkeypatch.setattr(runner_module, "FLUSH_SECONDS", 0.0)  # every checkpoint writes
+    _runner(tmp_path / "eager", CountingSampler(seconds_per_iteration=1e-6), Budget(seconds=60, max_iterations=20_000),
+            checkpoints=times, checkpoint_unit="iterations", max_overhead=0.0).run()
+    assert len(traces) == len(lazy)  # a write per row (the last one, the end's)
+    eager = pd.read_parquet(tmp_path / "eager" / store.TRACE)
+    assert list(lazy["iterations"]) == list(eager["iterations"]) and len(lazy) > 10
+
+
 def test_iteration_cap_stops_exactly(tmp_path):
     runner = _runner(tmp_path, CountingSampler(), Budget(seconds=60, max_iterations=12345))
     status = runner.run()

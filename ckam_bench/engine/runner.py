@@ -39,8 +39,13 @@ evaluations, at the first iteration that reaches it). Each checkpoint writes one
 ``trace.parquet``, ``status.json`` and the resume state (:mod:`ckam_bench.engine.rundir`). The bounded
 ``samples.parquet`` / ``diagnostics.parquet`` (heavier) are rewritten with it unless the wall
 time spent outside the sampler so far exceeds ``max_overhead`` times the sampler time; they
-then wait for a later checkpoint (they are always written at the first and at the last). A
-trace row holds
+then wait for a later checkpoint (they are always written at the first and at the last). The
+trace, status and resume state are written by the same rule, or else once :data:`FLUSH_SECONDS`
+of wall time have passed since they last were: a fast run's fourteen checkpoints cost one write
+at the first and one at the end, not fourteen, and a run killed outright loses at most those
+seconds (the next run resumes from the resume state written before). Every row is computed at its
+checkpoint whatever is written (the early-stop rule reads it), and the files written at the end
+hold them all. A trace row holds
 
 ``run_id, target, sampler, kernel, seed, checkpoint, sampler_seconds`` (on the budget's
 clock), ``sampler_wall_seconds, sampler_cpu_seconds, wall_seconds, eval_seconds`` (wall time
@@ -176,6 +181,11 @@ def run_labels(sampler, target, given: dict | None = None) -> dict:
     return labels
 
 
+FLUSH_SECONDS = 10.0
+"""Wall seconds after which a checkpoint writes the trace, status and resume state even when the
+time outside the sampler is over ``max_overhead`` (module docstring)."""
+
+
 class Runner:
     """Run one sampler on one target under a budget, writing its run folder.
 
@@ -218,6 +228,7 @@ class Runner:
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.wall_offset = 0.0
         self.warmup_seconds = 0.0
+        self.last_write = -math.inf  # time.perf_counter() of the last checkpoint files written
 
     @property
     def clock(self) -> float:
@@ -239,7 +250,9 @@ class Runner:
         return self.tally.flags()
 
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
-                    stores: bool = True) -> None:
+                    stores: bool = True, files: bool = True) -> None:
+        """A trace row; with ``files``, the trace, status and resume state written, and with
+        ``stores`` too the bounded samples and diagnostics (module docstring)."""
         wall = self.wall_offset + time.perf_counter() - wall_start
         early = reason == EARLY_STOP  # stopped right after the row that decided it: no second row
         self.latest = self.rows[-1] if early else runstatus.trace_row(self, wall)
@@ -247,6 +260,9 @@ class Runner:
             # a run that stops early keeps its rows on the schedule (its status and resume
             # state hold where it stopped), so a resumed trace equals an uninterrupted one
             self.rows.append(self.latest)
+        if not files:
+            return
+        self.last_write = time.perf_counter()
         samples = diagnostics = None
         if stores:  # written before the trace: once a trace exists, so do the stores
             samples = self.tally.sample_columns(self.target)
@@ -329,7 +345,8 @@ class Runner:
                            - self.warmup_seconds)
                 heavy = (self.max_overhead is None or not self.rows  # the first writes every file
                          or outside <= self.max_overhead * self.timer.wall)
-                self._checkpoint(wall_start, "running", stores=heavy)
+                files = heavy or time.perf_counter() - self.last_write >= FLUSH_SECONDS
+                self._checkpoint(wall_start, "running", stores=heavy, files=files)
                 bar.update(self.clock, self._postfix())
                 self.stopped_early = decided_early(self)
                 if self.stopped_early is not None:
