@@ -127,7 +127,8 @@ def counters(target) -> dict:
     return {"density": target.n_density, "grad": target.n_grad, "hessian": target.n_hessian}
 
 
-JAX_PEERS = ("blackjax_nuts", "numpyro_nuts", "mams", "mclmc", "blackjax_nuts_lowrank", "blackjax_nuts_fisher")
+JAX_PEERS = ("blackjax_nuts", "numpyro_nuts", "mams", "mclmc", "blackjax_nuts_lowrank", "blackjax_nuts_fisher",
+             "blackjax_gist")
 """Their evaluations never pass through the target's primitives (a JAX density):
 tests/samplers/test_peers.py counts them against the libraries' own leapfrog counts."""
 
