@@ -223,12 +223,10 @@ class Runner:
                            diagnostics_capacity, diagnostics_head)
         self.timer = SamplerClock()
         self.rows: list[dict] = []
-        self.latest: dict = {}
-        self.chain = None
+        self.latest, self.chain = {}, None
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        self.wall_offset = 0.0
-        self.warmup_seconds = 0.0
-        self.last_write = -math.inf  # time.perf_counter() of the last checkpoint files written
+        self.wall_offset, self.warmup_seconds = 0.0, 0.0
+        self.last_write = -math.inf  # perf_counter() when the checkpoint files were last written
 
     @property
     def clock(self) -> float:
@@ -251,8 +249,7 @@ class Runner:
 
     def _checkpoint(self, wall_start: float, state: str, reason: str = "",
                     stores: bool = True, files: bool = True) -> None:
-        """A trace row; with ``files``, the trace, status and resume state written, and with
-        ``stores`` too the bounded samples and diagnostics (module docstring)."""
+        """A trace row; with ``files`` the files written, the stores only with ``stores`` too."""
         wall = self.wall_offset + time.perf_counter() - wall_start
         early = reason == EARLY_STOP  # stopped right after the row that decided it: no second row
         self.latest = self.rows[-1] if early else runstatus.trace_row(self, wall)
@@ -262,8 +259,7 @@ class Runner:
             self.rows.append(self.latest)
         if not files:
             return
-        self.last_write = time.perf_counter()
-        samples = diagnostics = None
+        self.last_write, samples, diagnostics = time.perf_counter(), None, None
         if stores:  # written before the trace: once a trace exists, so do the stores
             samples = self.tally.sample_columns(self.target)
             diagnostics = self.tally.diagnostics_columns()
@@ -341,12 +337,9 @@ class Runner:
             # a checkpoint that is due is written first, also right after a resume: a run
             # stopped by a signal at a checkpoint's position writes that row when it continues
             if self.schedule.due():  # moves past it before the snapshot: never a repeated row
-                outside = (self.wall_offset + time.perf_counter() - wall_start - self.timer.wall
-                           - self.warmup_seconds)
-                heavy = (self.max_overhead is None or not self.rows  # the first writes every file
-                         or outside <= self.max_overhead * self.timer.wall)
-                files = heavy or time.perf_counter() - self.last_write >= FLUSH_SECONDS
-                self._checkpoint(wall_start, "running", stores=heavy, files=files)
+                heavy = writes_due(self, wall_start)
+                self._checkpoint(wall_start, "running", stores=heavy,
+                                 files=heavy or time.perf_counter() - self.last_write >= FLUSH_SECONDS)
                 bar.update(self.clock, self._postfix())
                 self.stopped_early = decided_early(self)
                 if self.stopped_early is not None:
@@ -397,6 +390,13 @@ class Runner:
 
 EARLY_STOP = "early_stop"
 """The reason of a run stopped by ``budget.early_stop`` (:class:`~ckam_bench.engine.budget.EarlyStop`)."""
+
+
+def writes_due(run, wall_start: float) -> bool:
+    """Whether a running checkpoint writes every file: at the first, and while the wall time
+    spent outside the sampler is within ``max_overhead`` times the sampler time (module docstring)."""
+    outside = run.wall_offset + time.perf_counter() - wall_start - run.timer.wall - run.warmup_seconds
+    return run.max_overhead is None or not run.rows or outside <= run.max_overhead * run.timer.wall
 
 
 def decided_early(run) -> dict | None:
