@@ -344,9 +344,9 @@ def _tilt_continuous_trend(model):
 
 
 @pytest.mark.parametrize("name, tilt", [
-    ("radon_mn-radon_variable_intercept_slope_noncentered", _tilt_prior_scale),
+    pytest.param("radon_mn-radon_variable_intercept_slope_noncentered", _tilt_prior_scale, marks=pytest.mark.slow),
     ("radon_mn-radon_county_intercept", _tilt_intercept_prior),
-    ("rstan_downloads-prophet", _tilt_continuous_trend),
+    pytest.param("rstan_downloads-prophet", _tilt_continuous_trend, marks=pytest.mark.slow),
 ])
 def test_identities_detect_a_wrong_model(name, tilt):
     """A wrong prior scale fails the identities on the same draws (and the numpy density differs
@@ -381,6 +381,7 @@ def test_every_posterior_has_a_model_data_and_a_numpy_density():
         assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
 
 
+@pytest.mark.slow  # election88_full's 11 566 respondents: ~15 CPU-s; neither posterior is in the suite
 @pytest.mark.parametrize("name", sorted(NO_REFERENCE_YET))
 def test_equal_to_the_stan_program_without_draws(name):
     """Without reference draws: the numpy density minus the model's constant to 1e-8 and the

@@ -118,8 +118,7 @@ def _prove(name: str, n_draws: int | None) -> dict[str, float]:
     return out
 
 
-FAST = ["eight_schools-eight_schools_centered", "garch-garch11", "arma-arma11",
-        "kidiq_with_mom_work-kidscore_interaction_z"]
+FAST = ["eight_schools-eight_schools_centered", "arma-arma11", "kidiq_with_mom_work-kidscore_interaction_z"]
 """the models the default run proves (on the first 1000 draws); ``-m slow`` proves every one."""
 
 

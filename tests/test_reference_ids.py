@@ -119,6 +119,7 @@ def _kernel_names() -> list:
     return []
 
 
+@pytest.mark.slow  # a new process under another OpenBLAS kernel imports and builds every model (~15 CPU-s)
 @pytest.mark.parametrize("kernel", _kernel_names())
 def test_ids_are_equal_under_another_blas_kernel(kernel):
     """In a subprocess whose OpenBLAS is forced to another kernel, every shipped reference is

@@ -276,8 +276,9 @@ def _cli_trace(tmp_path, name, *overrides):
     return pd.read_parquet(out / store.TRACE), json.loads((out / store.STATUS).read_text())
 
 
-@pytest.mark.parametrize("unit, column, budget", [("iterations", "iterations", "max_iterations"),
-                                                  ("density", "n_density", "max_density")])
+@pytest.mark.parametrize("unit, column, budget", [
+    pytest.param("iterations", "iterations", "max_iterations", marks=pytest.mark.slow),  # the suite's unit is density
+    ("density", "n_density", "max_density")])
 def test_equal_cost_checkpoints_land_on_the_same_x(tmp_path, unit, column, budget):
     """Two samplers of different speed checkpointed on a cost axis share their x values."""
     # seconds only as a guard: the cost budget must end both runs, however loaded the machine
