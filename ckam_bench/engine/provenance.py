@@ -18,7 +18,7 @@ from pathlib import Path
 
 PACKAGES = ("ckam-bench", "numpy", "scipy", "numba", "pandas", "pyarrow", "hydra-core",
             "omegaconf", "arviz-stats", "threadpoolctl", "jax", "jaxlib", "numpyro", "blackjax",
-            "nutpie")
+            "nutpie", "walnutpie")
 
 
 def load_average() -> list[float] | None:
