@@ -283,7 +283,7 @@ def prophet(d):
     t_change = np.atleast_1d(np.asarray(d["t_change"], float))
     X = np.asarray(d["X"], float)
     A = jnp.asarray(_changepoint_matrix(t, t_change))
-    S, K = len(t_change), X.shape[1]
+    S = len(t_change)
     k = numpyro.sample("k", dist.Normal(0.0, 5.0))
     m = numpyro.sample("m", dist.Normal(0.0, 5.0))
     delta = numpyro.sample("delta", dist.Laplace(0.0, float(d["tau"])).expand([S]).to_event(1))
