@@ -296,6 +296,23 @@ def prophet(d):
     numpyro.sample("y", dist.Normal(mu, sigma_obs), obs=jnp.asarray(d["y"], float))
 
 
+def irt_2pl(d):
+    """irt_2pl.stan: sigma_theta, sigma_a, sigma_b ~ cauchy(0, 2) (lower=0); theta[J] ~ normal(0, sigma_theta); a[I] ~ lognormal(0, sigma_a) (lower=0); mu_b ~ normal(0, 5); b[I] ~ normal(mu_b, sigma_b); y[i] ~ bernoulli_logit(a[i] * (theta - b[i])).
+    Written with theta = sigma_theta * theta_raw and log a = sigma_a * log_a_raw, theta_raw and log_a_raw standard normal: the same posterior (a's lognormal on a's log scale is normal(0, sigma_a)), without the centred funnels."""
+    I, J = int(d["I"]), int(d["J"])
+    sigma_theta = numpyro.sample("sigma_theta", dist.HalfCauchy(2.0))
+    theta_raw = numpyro.sample("theta_raw", dist.Normal(0.0, 1.0).expand([J]).to_event(1))
+    theta = numpyro.deterministic("theta", sigma_theta * theta_raw)
+    sigma_a = numpyro.sample("sigma_a", dist.HalfCauchy(2.0))
+    log_a_raw = numpyro.sample("log_a_raw", dist.Normal(0.0, 1.0).expand([I]).to_event(1))
+    a = numpyro.deterministic("a", jnp.exp(sigma_a * log_a_raw))
+    mu_b = numpyro.sample("mu_b", dist.Normal(0.0, 5.0))
+    sigma_b = numpyro.sample("sigma_b", dist.HalfCauchy(2.0))
+    b = numpyro.sample("b", dist.Normal(mu_b, sigma_b).expand([I]).to_event(1))
+    y = jnp.asarray(d["y"], float)  # (I, J)
+    numpyro.sample("y", dist.Bernoulli(logits=a[:, None] * (theta[None, :] - b[:, None])).to_event(2), obs=y)
+
+
 MODELS: dict[str, tuple] = {
     "Rate_1_data-Rate_1_model": (rate_1, "Rate_1_data", ("theta",)),
     "Rate_2_data-Rate_2_model": (rate_2, "Rate_2_data", ("theta1", "theta2")),
@@ -321,6 +338,7 @@ MODELS: dict[str, tuple] = {
     "radon_mod-radon_county": (radon_county, "radon_mod", ("a", "mu_a", "sigma_a", "sigma_y")),
     "GLMM_data-GLMM1_model": (glmm1, "GLMM_data", ("alpha", "mu_alpha", "sd_alpha")),
     "rstan_downloads-prophet": (prophet, "rstan_downloads", ("k", "m", "delta", "sigma_obs", "beta")),
+    "irt_2pl-irt_2pl": (irt_2pl, "irt_2pl", ("sigma_theta", "theta", "sigma_a", "a", "mu_b", "sigma_b", "b")),
 }
 """posteriordb name -> (NumPyro model, posteriordb data name, the Stan program's parameters in
 its declaration order)."""
