@@ -72,6 +72,28 @@ def _libc():
     return read, write
 
 
+def point_lookup():
+    """njit ``lookup(pts, npts, dim, x, at) -> j``: the newest of the ``npts`` points kept (rows of
+    ``pts``, flat) equal to ``x[at:at + dim]``, else -1. A draw is a point of its trajectory
+    (evaluated since the last draw) or the last draw again, so its log density is found without
+    another evaluation (nutpie's callbacks here, walnutpie's in :mod:`ckam_bench.samplers.walnuts`)."""
+    import numba
+
+    @numba.njit(inline="always")
+    def lookup(pts, npts, dim, x, at):
+        for j in range(npts - 1, -1, -1):
+            same = True
+            for i in range(dim):
+                if pts[j * dim + i] != x[at + i]:
+                    same = False
+                    break
+            if same:
+                return j
+        return -1
+
+    return lookup
+
+
 def _build(inner_call):
     """The density and expansion cfuncs around ``inner_call(dim, x, grad, logp, inner_user_data)
     -> code`` (an njit function)."""
@@ -81,6 +103,7 @@ def _build(inner_call):
     from ckam_bench.jit import as_pointer
 
     libc_read, libc_write = _libc()
+    lookup = point_lookup()
     f8p = types.CPointer(types.float64)
     logp_sig = types.int64(types.uint64, f8p, f8p, f8p, types.voidptr)
     expand_sig = types.int64(types.uint64, types.uint64, f8p, f8p, types.voidptr)
@@ -136,18 +159,10 @@ def _build(inner_call):
         for i in range(dim):
             draws[pos * dim + i] = x_[i]
         # the draw is a point of its trajectory (evaluated since the last draw) or the last draw
-        found = False
-        for j in range(ctl[NPTS] - 1, -1, -1):
-            same = True
-            for i in range(dim):
-                if pts[j * dim + i] != x_[i]:
-                    same = False
-                    break
-            if same:
-                fctl[0] = vals[j]
-                found = True
-                break
-        if not found and ctl[OVERFLOW] != 0:
+        j = lookup(pts, ctl[NPTS], dim, x_, 0)
+        if j >= 0:
+            fctl[0] = vals[j]
+        elif ctl[OVERFLOW] != 0:
             fctl[0] = np.nan
         logps[pos] = fctl[0]
         ctl[NPTS] = 0

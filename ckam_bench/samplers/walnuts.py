@@ -57,6 +57,7 @@ from ckam_bench import jit
 from ckam_bench.caches import Recent
 from ckam_bench.samplers.base import Block, Sampler, check_start
 from ckam_bench.samplers.hamiltonian import check_burn_in, check_fraction
+from ckam_bench.samplers.nutpie_native import point_lookup
 from ckam_bench.samplers.peers import (HARNESS_COMPILED, PHASES, PeerState, _warm_start_check,
                                        check_installed, library_version, require)
 from ckam_bench.targets.base import Target
@@ -147,6 +148,7 @@ def _build(inner_call):
     from ckam_bench.jit import as_pointer
 
     libc_read, libc_write, _ = _libc()
+    lookup = point_lookup()
     f8p = types.CPointer(types.float64)
     sig = types.int32(types.uintp, f8p, f8p, f8p, types.voidptr)
 
@@ -166,18 +168,10 @@ def _build(inner_call):
         seen = False
         while ctl[DONE] < rows and not math.isnan(out[ctl[DONE] * dim]):  # a draw written since
             k = ctl[DONE]
-            found = False
-            for j in range(ctl[NPTS] - 1, -1, -1):
-                same = True
-                for i in range(dim):
-                    if pts[j * dim + i] != out[k * dim + i]:
-                        same = False
-                        break
-                if same:
-                    fctl[0] = vals[j]
-                    found = True
-                    break
-            if not found and ctl[OVERFLOW] != 0:
+            j = lookup(pts, ctl[NPTS], dim, out, k * dim)
+            if j >= 0:
+                fctl[0] = vals[j]
+            elif ctl[OVERFLOW] != 0:
                 fctl[0] = np.nan
             logps[k] = fctl[0]
             ctl[NPTS] = 0
