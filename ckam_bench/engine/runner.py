@@ -181,7 +181,7 @@ def run_labels(sampler, target, given: dict | None = None) -> dict:
     return labels
 
 
-FLUSH_SECONDS = 10.0
+FLUSH_SECONDS = 1.0
 """Wall seconds after which a checkpoint writes the trace, status and resume state even when the
 time outside the sampler is over ``max_overhead`` (module docstring)."""
 
