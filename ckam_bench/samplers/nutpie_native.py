@@ -72,26 +72,35 @@ def _libc():
     return read, write
 
 
-def point_lookup():
-    """njit ``lookup(pts, npts, dim, x, at) -> j``: the newest of the ``npts`` points kept (rows of
-    ``pts``, flat) equal to ``x[at:at + dim]``, else -1. A draw is a point of its trajectory
-    (evaluated since the last draw) or the last draw again, so its log density is found without
-    another evaluation (nutpie's callbacks here, walnutpie's in :mod:`ckam_bench.samplers.walnuts`)."""
+def draw_settler():
+    """njit ``settle(pts, vals, ctl, fctl, npts_i, overflow_i, dim, x, at) -> log π``: the log
+    density of the draw ``x[at:at + dim]``, and the points kept since the last draw forgotten
+    (``ctl[npts_i]``, ``ctl[overflow_i]`` reset). A draw is a point of its trajectory (the newest
+    of the ``ctl[npts_i]`` points kept, rows of ``pts``, values ``vals``) or the last draw again
+    (``fctl[0]``), so its log density is found without another evaluation; NaN when the points
+    overflowed their store and it is not among them (nutpie's callbacks here, walnutpie's in
+    :mod:`ckam_bench.samplers.walnuts`)."""
     import numba
 
     @numba.njit(inline="always")
-    def lookup(pts, npts, dim, x, at):
-        for j in range(npts - 1, -1, -1):
+    def settle(pts, vals, ctl, fctl, npts_i, overflow_i, dim, x, at):
+        for j in range(ctl[npts_i] - 1, -1, -1):
             same = True
             for i in range(dim):
                 if pts[j * dim + i] != x[at + i]:
                     same = False
                     break
             if same:
-                return j
-        return -1
+                fctl[0] = vals[j]
+                break
+        else:
+            if ctl[overflow_i] != 0:
+                fctl[0] = np.nan
+        ctl[npts_i] = 0
+        ctl[overflow_i] = 0
+        return fctl[0]
 
-    return lookup
+    return settle
 
 
 def _build(inner_call):
@@ -103,7 +112,7 @@ def _build(inner_call):
     from ckam_bench.jit import as_pointer
 
     libc_read, libc_write = _libc()
-    lookup = point_lookup()
+    settle = draw_settler()
     f8p = types.CPointer(types.float64)
     logp_sig = types.int64(types.uint64, f8p, f8p, f8p, types.voidptr)
     expand_sig = types.int64(types.uint64, types.uint64, f8p, f8p, types.voidptr)
@@ -158,15 +167,7 @@ def _build(inner_call):
         pos = ctl[POS] % cap  # the harness grants at most cap draws at a time (a direct run wraps)
         for i in range(dim):
             draws[pos * dim + i] = x_[i]
-        # the draw is a point of its trajectory (evaluated since the last draw) or the last draw
-        j = lookup(pts, ctl[NPTS], dim, x_, 0)
-        if j >= 0:
-            fctl[0] = vals[j]
-        elif ctl[OVERFLOW] != 0:
-            fctl[0] = np.nan
-        logps[pos] = fctl[0]
-        ctl[NPTS] = 0
-        ctl[OVERFLOW] = 0
+        logps[pos] = settle(pts, vals, ctl, fctl, NPTS, OVERFLOW, dim, x_, 0)
         ctl[POS] = pos + 1
         ctl[DONE] += 1
         if ctl[DONE] >= ctl[QUOTA]:

@@ -57,7 +57,7 @@ from ckam_bench import jit
 from ckam_bench.caches import Recent
 from ckam_bench.samplers.base import Block, Sampler, check_start
 from ckam_bench.samplers.hamiltonian import check_burn_in, check_fraction
-from ckam_bench.samplers.nutpie_native import point_lookup
+from ckam_bench.samplers.nutpie_native import draw_settler
 from ckam_bench.samplers.peers import (HARNESS_COMPILED, PHASES, PeerState, _warm_start_check,
                                        check_installed, library_version, require)
 from ckam_bench.targets.base import Target
@@ -148,7 +148,7 @@ def _build(inner_call):
     from ckam_bench.jit import as_pointer
 
     libc_read, libc_write, _ = _libc()
-    lookup = point_lookup()
+    settle = draw_settler()
     f8p = types.CPointer(types.float64)
     sig = types.int32(types.uintp, f8p, f8p, f8p, types.voidptr)
 
@@ -168,14 +168,7 @@ def _build(inner_call):
         seen = False
         while ctl[DONE] < rows and not math.isnan(out[ctl[DONE] * dim]):  # a draw written since
             k = ctl[DONE]
-            j = lookup(pts, ctl[NPTS], dim, out, k * dim)
-            if j >= 0:
-                fctl[0] = vals[j]
-            elif ctl[OVERFLOW] != 0:
-                fctl[0] = np.nan
-            logps[k] = fctl[0]
-            ctl[NPTS] = 0
-            ctl[OVERFLOW] = 0
+            logps[k] = settle(pts, vals, ctl, fctl, NPTS, OVERFLOW, dim, out, k * dim)
             ctl[DONE] = k + 1
             seen = True
         if seen and ctl[DONE] >= ctl[QUOTA]:
