@@ -5,7 +5,8 @@
 
 Method. For each posterior whose reference the harness certified (nutpie on the suite's PyMC
 model, tests/test_posteriordb_highdim.py and tests/test_posteriordb_later.py), the density is
-written again from the Stan program as a NumPyro model (scripts/second_route_models.py), reading
+written again from the Stan program as a NumPyro model (scripts/second_route_models.py, and for the families of
+ckam_bench/posteriordb/hard.py second_route_radon.py and second_route_bugs.py), reading
 posteriordb's own data JSON from a posteriordb git mirror (``POSTERIORDB_GIT_DIR``); NumPyro's
 ``initialize_model`` gives the potential on the unconstrained space (Stan's transforms and their
 log-Jacobians). It is sampled with BlackJAX's adjusted microcanonical Langevin Monte Carlo (MAMS:
@@ -95,6 +96,16 @@ def _ess_mcse(draws):
     return ess_bulk, mcse_mean, mcse_sd
 
 
+def models() -> dict:
+    """posteriordb name -> (NumPyro model, data name, Stan parameters) of every family:
+    scripts/second_route_models.py, second_route_radon.py, second_route_bugs.py."""
+    import second_route_bugs
+    import second_route_models
+    import second_route_radon
+
+    return {**second_route_models.MODELS, **second_route_radon.MODELS, **second_route_bugs.MODELS}
+
+
 def run(name: str, draws: int | None = None, chains: int = CHAINS, seed: int = SEED) -> dict:
     """The second route of posterior ``name``: returns its summary (names, mean, sd, MCSEs, ESS)."""
     import jax
@@ -109,10 +120,10 @@ def run(name: str, draws: int | None = None, chains: int = CHAINS, seed: int = S
     from numpyro.infer.util import initialize_model
 
     import second_route_models as srm
-    from tests.test_second_route import BOUNDS, reference_summary
+    from tests.test_second_route import interval, reference_summary
 
     draws = draws or DRAWS.get(name, DEFAULT_DRAWS)
-    model, data_name, params = srm.MODELS[name]
+    model, data_name, params = models()[name]
     data = srm.load_posteriordb_data(data_name)
     t0 = time.process_time()
     keys = jax.random.split(jax.random.PRNGKey(seed), chains)
@@ -186,8 +197,8 @@ def run(name: str, draws: int | None = None, chains: int = CHAINS, seed: int = S
             if comp.startswith("log("):
                 columns.append(np.log(x))
             else:
-                u = BOUNDS[stan.split("[")[0]]
-                columns.append(np.log(x) - np.log(u - x))
+                lo, hi = interval(stan)
+                columns.append(np.log(x - lo) - np.log(hi - x))
             names.append(comp)
     x = np.stack(columns, axis=-1)  # (chains, n, k)
     cpu = time.process_time() - t0
@@ -222,12 +233,15 @@ def save(name: str, summary: dict) -> None:
 
 
 def _save(name: str, summary: dict) -> None:
+    from ckam_bench.files import atomic_write
+
     doc = json.loads(OUT.read_text()) if OUT.is_file() else {}
     doc.setdefault("about", "second route of the harness-certified references (issue 45 §2): scripts/second_route.py; "
                    "compared in tests/test_second_route.py")
     doc.setdefault("posteriors", {})[name] = summary
     doc["posteriors"] = dict(sorted(doc["posteriors"].items()))
-    OUT.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    atomic_write(OUT, lambda tmp: Path(tmp).write_text(text))
 
 
 def main(argv) -> int:

@@ -68,9 +68,11 @@ NO_REFERENCE_YET = {
 }
 """the posteriors of :data:`HIGHDIM` still without a shipped reference, and why; their model is
 checked against the numpy density and finite differences at points near the start instead."""
-TWINS = {"irt_2pl-irt_2pl": ("irt_2pl_noncentered", "irt_2pl_to_centred", "irt_2pl_log_jacobian")}
+_R = "ckam_bench.posteriordb.reparam:"
+TWINS = {"irt_2pl-irt_2pl": (f"{_R}irt_2pl_noncentered", f"{_R}irt_2pl_to_centred", f"{_R}irt_2pl_log_jacobian")}
 """posteriors certified through a reparametrised twin (:mod:`ckam_bench.posteriordb.reparam`):
-(twin model, map of the twin's unconstrained draws to the target's, its log-Jacobian). Both
+(twin model, map of the twin's unconstrained draws to the target's, its log-Jacobian), each
+``module:function``. Both
 routes sample the twin and map every draw back; route 1 checks nutpie's log density of the twin
 against the target's at the mapped draws plus the log-Jacobian."""
 FAST_DRAWS = 300
@@ -203,15 +205,39 @@ STAN_NUMPY = {
     "rstan_downloads-prophet": stan_prophet,
 }
 BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_y": 100.0, **{f"sigma_{g}": 100.0 for g in "bcde"}}
-"""upper bounds of the interval-constrained parameters (names shared by the models using them:
-radon_county's sigma_a, sigma_y and election88's sigma_a ... sigma_e are all (0, 100))."""
+"""bounds of the interval-constrained parameters: the upper bound (lower 0), or (lower, upper)
+(names shared by the models using them: radon_county's sigma_a, sigma_y and election88's
+sigma_a ... sigma_e are all (0, 100)); tests/test_posteriordb_hard.py adds its own."""
+
+
+def _all(table: str) -> dict:
+    """This module's ``table`` (STAN_NUMPY, TWINS, BOUNDS) with tests/test_posteriordb_hard.py's:
+    the build and the proofs below serve every harness-certified posterior."""
+    from tests import test_posteriordb_hard
+
+    return {**globals()[table], **getattr(test_posteriordb_hard, table)}
+
+
+def _resolve(path: str):
+    """The object ``module:name``."""
+    import importlib
+
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _posterior(name):
+    from ckam_bench.posteriordb import registered
+
+    return registered()[name]
 
 
 def constrained(model, u: np.ndarray) -> dict:
     """The Stan parameters (constrained) of an unconstrained row ``u`` in the order of the
     model's value variables, by Stan's transforms written in numpy (exp for ``<lower=0>``,
-    U inv_logit for ``<lower=0, upper=U>``); only the value variables' names and sizes are read
-    from the model."""
+    L + (U - L) inv_logit for ``<lower=L, upper=U>``); only the value variables' names and sizes
+    are read from the model."""
+    bounds = _all("BOUNDS")
     out, at = {}, 0
     for var in model.value_vars:
         shape = tuple(model.initial_point()[var.name].shape)
@@ -222,7 +248,8 @@ def constrained(model, u: np.ndarray) -> dict:
             out[var.name[:-6]] = np.exp(x)
         elif var.name.endswith("_interval__"):
             name = var.name[:-11]
-            out[name] = BOUNDS[name] * expit(x)
+            lo, hi = bounds[name] if isinstance(bounds[name], tuple) else (0.0, bounds[name])
+            out[name] = lo + (hi - lo) * expit(x)
         else:
             out[var.name] = x
     assert at == len(u)
@@ -241,7 +268,7 @@ def _case(name):
     posterior = registered()[name]
     target = PyMCModel(posterior.model)
     reference = load_reference(target)
-    model = getattr(models, posterior.function)()
+    model = posterior.build()
     return target, reference, model, _logp_dlogp(model)
 
 
@@ -263,7 +290,7 @@ def _prove(name, n_draws):
     all), gradients against finite differences at three draws, the independent numpy density
     at five. Returns the largest |z| of each identity and the density spread."""
     target, reference, model, batch = _case(name)
-    assert target.dim == HIGHDIM[name].dim == len(reference.mean)
+    assert target.dim == _posterior(name).dim == len(reference.mean)
     rows = np.flatnonzero(np.concatenate([np.arange((reference.chain == c).sum()) < (n_draws or 10**9)
                                           for c in np.unique(reference.chain)]))
     u, chain = reference.samples[rows], reference.chain[rows]
@@ -289,7 +316,7 @@ def _prove(name, n_draws):
         fd = (fd_logp[:d] - fd_logp[d:]) / (2 * np.diag(steps))
         np.testing.assert_allclose(batch(row[None])[1][0], fd, rtol=1e-4, atol=1e-4, err_msg=name)
     picks = np.linspace(0, len(u) - 1, 5).round().astype(int)
-    ours = np.array([STAN_NUMPY[name](constrained(model, u[i])) for i in picks])
+    ours = np.array([_all("STAN_NUMPY")[name](constrained(model, u[i])) for i in picks])
     diff = logp[picks] - ours
     out["independent density"] = float(np.ptp(diff))
     assert out["independent density"] < TOLERANCE, (name, out)
@@ -408,22 +435,23 @@ def test_equal_to_the_stan_program_without_draws(name):
     np.testing.assert_allclose(grad[0], (fd_logp[:d] - fd_logp[d:]) / (2 * np.diag(steps)), rtol=1e-4, atol=1e-4)
 
 
-def test_a_twin_is_the_same_posterior():
-    """A reparametrised twin (TWINS) is the target's posterior in other coordinates: log π_twin(u)
-    = log π(T(u)) + log |det ∂T/∂u| to 1e-8 at points spread around the start, and T maps the
-    twin's coordinates onto the target's one for one."""
-    from ckam_bench.posteriordb import models, reparam
+def twin_is_the_same_posterior(name):
+    """A reparametrised twin (:data:`TWINS`) is the target's posterior in other coordinates:
+    log π_twin(u) = log π(T(u)) + log |det ∂T/∂u| to 1e-8 at points spread around the start, and
+    the twin has the target's blocks of coordinates (also tests/test_posteriordb_hard.py)."""
+    to_target, log_jacobian = _twin_maps(name)
+    target_model, twin_model = _posterior(name).build(), _twin(name)
+    sizes = [[np.size(m.initial_point()[v.name]) for v in m.value_vars] for m in (target_model, twin_model)]
+    assert sorted(sizes[0]) == sorted(sizes[1]) and sum(sizes[0]) == _posterior(name).dim
+    u = np.random.default_rng(7).normal(0.0, 0.7, (4, _posterior(name).dim))
+    twin_logp, _ = _logp_dlogp(twin_model)(u)
+    logp, _ = _logp_dlogp(target_model)(to_target(u))
+    np.testing.assert_allclose(twin_logp, logp + log_jacobian(u), rtol=0, atol=1e-8)
 
-    for name, (twin, _, _) in TWINS.items():
-        to_target, log_jacobian = _twin_maps(name)
-        target_model = getattr(models, HIGHDIM[name].function)()
-        twin_model = getattr(reparam, twin)()
-        sizes = [[np.size(m.initial_point()[v.name]) for v in m.value_vars] for m in (target_model, twin_model)]
-        assert sizes[0] == sizes[1] and sum(sizes[0]) == HIGHDIM[name].dim  # the blocks line up
-        u = np.random.default_rng(7).normal(0.0, 0.7, (4, HIGHDIM[name].dim))
-        twin_logp, _ = _logp_dlogp(twin_model)(u)
-        logp, _ = _logp_dlogp(target_model)(to_target(u))
-        np.testing.assert_allclose(twin_logp, logp + log_jacobian(u), rtol=0, atol=1e-8)
+
+def test_a_twin_is_the_same_posterior():
+    for name in TWINS:
+        twin_is_the_same_posterior(name)
 
 
 def test_references_are_shipped_certified_and_found():
@@ -499,7 +527,7 @@ def route1(name, draws, chains=10, seed=0, target_accept=0.8, mass_matrix="diag"
     from ckam_bench.checks.reference import ChainRun, overdispersed_start
     from ckam_bench.targets.pymc import PyMCModel
 
-    target = PyMCModel(spec(name))
+    target = PyMCModel(_posterior(name).model)
     to_target, log_jacobian = _twin_maps(name)
     t0 = time.process_time()
     compiled = nutpie.compile_pymc_model(_twin(name) or target.model, backend="numba")
@@ -543,18 +571,16 @@ def _machine() -> str:
 
 def _twin(name):
     """The reparametrised twin model of ``name`` (:data:`TWINS`), else None."""
-    from ckam_bench.posteriordb import reparam
-
-    return getattr(reparam, TWINS[name][0])() if name in TWINS else None
+    twins = _all("TWINS")
+    return _resolve(twins[name][0])() if name in twins else None
 
 
 def _twin_maps(name):
     """(map of the sampled model's unconstrained draws to the target's, its log-Jacobian)."""
-    from ckam_bench.posteriordb import reparam
-
-    if name not in TWINS:
+    twins = _all("TWINS")
+    if name not in twins:
         return (lambda u: np.asarray(u, float)), (lambda u: np.zeros(len(u)))
-    return getattr(reparam, TWINS[name][1]), getattr(reparam, TWINS[name][2])
+    return _resolve(twins[name][1]), _resolve(twins[name][2])
 
 
 def second_route(name, ref_or_none=None, draws=5000):
@@ -568,7 +594,8 @@ def second_route(name, ref_or_none=None, draws=5000):
 
     conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "sampler" / "nuts_fisher.yaml").read_text())
     conf["burn_in"] = 1000
-    target = PyMCModel(f"ckam_bench.posteriordb.reparam:{TWINS[name][0]}" if name in TWINS else spec(name))
+    twin = _all("TWINS").get(name, (None,))[0]
+    target = PyMCModel(twin or _posterior(name).model)
     g0, c0 = target.n_grad, time.process_time()
     runs = run_chains(target, lambda: instantiate(conf), range(ROUTE2_CHAINS), burn_in=0, iterations=draws,
                       max_draws=draws, seed=ROUTE2_SEED, start_spread=ROUTE2_SPREAD)
@@ -577,7 +604,7 @@ def second_route(name, ref_or_none=None, draws=5000):
     diag = diagnose(held)
     flat = held.reshape(-1, held.shape[-1])
     return {"sampler": "nuts_fisher", "settings": conf, "chains": ROUTE2_CHAINS, "seed": ROUTE2_SEED,
-            **({"twin": f"ckam_bench.posteriordb.reparam:{TWINS[name][0]}"} if name in TWINS else {}),
+            **({"twin": twin} if twin else {}),
             "start_spread": ROUTE2_SPREAD, "draws_per_chain": draws, "mean": flat.mean(0).tolist(),
             "sd": flat.std(0).tolist(), "mcse_mean": diag["mcse_mean"].tolist(),
             "mcse_sd": _mcse_sd(held).tolist(), "rhat_max": float(np.nanmax(diag["rhat"])),
@@ -588,13 +615,14 @@ def second_route(name, ref_or_none=None, draws=5000):
 def build(name, draws, target_accept=0.8, route2_draws=5000, mass_matrix="diag"):
     from ckam_bench.checks.reference import certify_runs
 
+    twin = _all("TWINS").get(name)
     target, runs, cost = route1(name, draws, target_accept=target_accept, mass_matrix=mass_matrix)
     ok, why, certificate, arrays = certify_runs(
         target, runs, burn_in=NUTPIE_TUNE, iterations=draws, max_draws=20_000, stored_draws=100,
         sampler_name="nutpie", settings={"library": "nutpie", "tune": NUTPIE_TUNE, "target_accept": target_accept,
                                          "mass_matrix": mass_matrix, "chains run": "one at a time, cores=1",
-                                         **({"sampled": f"the twin ckam_bench.posteriordb.reparam:{TWINS[name][0]}, "
-                                                        f"draws mapped by {TWINS[name][1]}"} if name in TWINS else {})})
+                                         **({"sampled": f"the twin {twin[0]}, draws mapped by {twin[1]}"}
+                                            if twin else {})})
     d = certificate["diagnostics"]
     print(f"{name}: certified={certificate['certified']} {why} R-hat {d['rhat_max']:.4f} bulk {d['ess_bulk_min']:.0f} "
           f"tail {d['ess_tail_min']:.0f} {cost}", file=sys.stderr, flush=True)

@@ -22,7 +22,13 @@ from ckam_bench.posteriordb import HARNESS, POSTERIORDB, SUITE, registered  # no
 from ckam_bench.posteriordb.highdim import HIGHDIM  # noqa: E402
 from ckam_bench.posteriordb.later import LATER  # noqa: E402
 from ckam_bench.posteriordb.subset import SubsetError, reference_status, select, suite  # noqa: E402
-from tests.test_posteriordb_highdim import NO_REFERENCE_YET, SHIPPED_NAMES  # noqa: E402
+from ckam_bench.posteriordb.hard import HARD  # noqa: E402
+from tests import test_posteriordb_hard as hard  # noqa: E402
+from tests.test_posteriordb_highdim import NO_REFERENCE_YET as HIGHDIM_NO_REFERENCE_YET  # noqa: E402
+from tests.test_posteriordb_highdim import SHIPPED_NAMES  # noqa: E402
+
+NO_REFERENCE_YET = {**HIGHDIM_NO_REFERENCE_YET, **hard.NO_REFERENCE_YET}
+"""every registered posterior without a shipped reference, each with its reason."""
 
 RADON = "radon_mn-radon_variable_intercept_slope_noncentered"
 NONE = "irt_2pl-irt_2pl"
@@ -44,8 +50,8 @@ def _target(name):
 
 def test_every_posterior_says_whose_reference_it_has():
     assert all(p.reference_source == POSTERIORDB for p in SUITE.values())
-    assert all(p.reference_source == HARNESS for p in [*HIGHDIM.values(), *LATER.values()])
-    assert list(registered()) == [*SUITE, *HIGHDIM, *LATER]  # SUITE's order, then HIGHDIM's, then LATER's
+    assert all(p.reference_source == HARNESS for p in [*HIGHDIM.values(), *LATER.values(), *HARD.values()])
+    assert list(registered()) == [*SUITE, *HIGHDIM, *LATER, *HARD]  # SUITE's order, then HIGHDIM's, LATER's, HARD's
 
 
 def test_the_suite_is_what_the_files_certify_and_the_rest_is_listed():
@@ -53,7 +59,8 @@ def test_the_suite_is_what_the_files_certify_and_the_rest_is_listed():
     certified reference shipped (SHIPPED_NAMES); the others (NO_REFERENCE_YET) are out, each
     with a reason — none drops out unlisted."""
     names = [p.name for p in suite()]
-    assert names == [*SUITE, *[n for n in HIGHDIM if n in SHIPPED_NAMES], *LATER]
+    assert names == [*SUITE, *[n for n in HIGHDIM if n in SHIPPED_NAMES], *LATER,
+                     *[n for n in HARD if n in hard.SHIPPED_NAMES]]
     unreferenced = [n for n in registered() if not reference_status(n).found]
     assert sorted(unreferenced) == sorted(NO_REFERENCE_YET)
     for name in unreferenced:
@@ -82,7 +89,7 @@ def test_membership_follows_the_reference_file(tmp_path, monkeypatch, empty_cach
 def test_subset_selects_the_high_dimensional_ones_by_name_character_and_dimension():
     from ckam_bench.commands.config import posteriordb_models
 
-    high = [n for n in HIGHDIM if n in SHIPPED_NAMES]
+    high = [n for n in HIGHDIM if n in SHIPPED_NAMES] + [n for n in hard.SHIPPED_NAMES if HARD[n].dim >= 50]
     assert [p.name for p in select(["dim:50.."])] == high
     assert RADON in [p.name for p in select(["hierarchical"])]
     assert [p.name for p in select(["radon_variable_intercept_slope_noncentered"])] == [RADON]

@@ -41,17 +41,25 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
+from ckam_bench.posteriordb import database
+from ckam_bench.posteriordb.hard import HARD
+
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = ROOT / "ckam_bench" / "data" / "references" / "second_route.json"
 ALPHA = 1e-3
-NO_REFERENCE = {
-    "irt_2pl-irt_2pl": "no certified reference shipped (nutpie's divergences in the centred funnel)",
-    "election88-election88_full": "no certified reference shipped (route 1 not built: too slow)",
-}
-"""harness-certified posteriors without a shipped reference: nothing to compare; the test checks
+NO_REFERENCE = {name: f"no certified reference shipped: {why}" for name, why in database.WHY_NOT_CERTIFIED.items()}
+"""registered harness posteriors without a shipped reference (the package's own list of them,
+:data:`ckam_bench.posteriordb.database.WHY_NOT_CERTIFIED`): nothing to compare; the test checks
 that they indeed have none."""
-BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_y": 100.0}
-"""upper bound U of a ``<lower=0, upper=U>`` parameter of the compared posteriors."""
+BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_b": 100.0, "sigma_y": 100.0, "lambda": (0.5, 1.0)}
+"""the bounds of a ``<lower=L, upper=U>`` parameter of the compared posteriors: U (L = 0), or
+(L, U)."""
+
+
+def interval(stan: str) -> tuple[float, float]:
+    """(L, U) of the interval-constrained Stan parameter ``stan`` (``sigma_y`` or ``b[3]``)."""
+    b = BOUNDS[stan.split("[")[0]]
+    return b if isinstance(b, tuple) else (0.0, b)
 _SUFFIX = re.compile(r"_(log|logodds|interval)__$")
 
 
@@ -96,7 +104,8 @@ def compared_name(stan: str, kind: str) -> str:
     if kind == "log":
         return f"log({stan})"
     if kind == "interval":
-        return f"logit({stan}/{BOUNDS[stan.split('[')[0]]:g})"
+        lo, hi = interval(stan)
+        return f"logit({stan}/{hi:g})" if lo == 0 else f"logit(({stan}-{lo:g})/{hi - lo:g})"
     if kind == "logodds":
         return f"logit({stan})"
     return stan
@@ -108,7 +117,8 @@ def _to_stan(x: np.ndarray, stan: str, kind: str) -> np.ndarray:
     if kind == "logodds":
         return expit(x)
     if kind == "interval":
-        return BOUNDS[stan.split("[")[0]] * expit(x)
+        lo, hi = interval(stan)
+        return lo + (hi - lo) * expit(x)
     return x
 
 
@@ -192,12 +202,12 @@ def summary_table() -> str:
 # ---------------------------------------------------------------------------------------- the tests
 def test_the_set_is_the_registrys():
     """Every harness-certified posterior with a shipped reference has its second route, no
-    other has one; the two without a shipped reference indeed have none."""
+    other has one; those without a shipped reference indeed have none."""
     names = harness_names()
     with_ref = [n for n in names if reference_file(n) is not None]
     assert sorted(set(names) - set(with_ref)) == sorted(NO_REFERENCE)
     assert sorted(shipped()["posteriors"]) == sorted(with_ref)
-    assert len(with_ref) == 22
+    assert len(with_ref) == 22 + len(HARD) - len(set(HARD) & set(NO_REFERENCE))  # + posteriordb's others
 
 
 @pytest.mark.parametrize("name", [n for n in harness_names() if n not in NO_REFERENCE])

@@ -84,6 +84,9 @@ class Posterior:
     found under the target's reference id (``ckam_bench/data/references/``, else the user's
     cache) — or none yet, which :func:`ckam_bench.posteriordb.subset.reference_status` tells
     from the files."""
+    module: str = "ckam_bench.posteriordb.models"
+    """the module defining the model function (the suite's and the first registries' are all
+    re-exported by :mod:`ckam_bench.posteriordb.models`; later families keep their own path)."""
 
     @property
     def data(self) -> str:
@@ -98,7 +101,13 @@ class Posterior:
     @property
     def model(self) -> str:
         """The ``target.model`` string of the pymc target."""
-        return f"ckam_bench.posteriordb.models:{self.function}"
+        return f"{self.module}:{self.function}"
+
+    def build(self):
+        """The ``pymc.Model`` of this posterior (its model function called)."""
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.function)()
 
 
 _P = Posterior
@@ -236,11 +245,14 @@ def registered() -> dict[str, Posterior]:
     """Every posterior the suite knows, in its order: :data:`SUITE` (posteriordb's draws), then
     :data:`~ckam_bench.posteriordb.highdim.HIGHDIM` (references the harness certified, or none
     yet), then :data:`~ckam_bench.posteriordb.later.LATER` (posteriordb's references added after
-    v1.0: references the harness certified, checked against posteriordb's summaries)."""
+    v1.0: references the harness certified, checked against posteriordb's summaries), then
+    :data:`~ckam_bench.posteriordb.hard.HARD` (posteriordb's other posteriors that stress samplers,
+    references the harness certified)."""
+    from ckam_bench.posteriordb.hard import HARD
     from ckam_bench.posteriordb.highdim import HIGHDIM
     from ckam_bench.posteriordb.later import LATER
 
-    return {**SUITE, **HIGHDIM, **LATER}
+    return {**SUITE, **HIGHDIM, **LATER, **HARD}
 
 
 def suite_name(model_spec: str) -> str | None:

@@ -88,29 +88,41 @@ def compact(array: np.ndarray) -> np.ndarray:
     return single if np.array_equal(single.astype(np.float64), array) else array
 
 
-def build_highdim(root: Path) -> None:
-    """The data of :data:`ckam_bench.posteriordb.highdim.HIGHDIM` (posteriors without posteriordb
-    reference draws): the keys their Stan data blocks declare, each :func:`compact`."""
-    from ckam_bench.posteriordb.highdim import DATA_KEYS
-
+def build_keys(root: Path, data_keys: dict[str, tuple[str, ...]]) -> None:
+    """The data sets of ``data_keys`` (data name -> the keys its Stan data blocks declare), each
+    key :func:`compact`, from the posteriordb checkout ``root``."""
     base = Path(root) / "posterior_database"
-    for data_name, keys in DATA_KEYS.items():
+    for data_name, keys in data_keys.items():
         raw = _read_zipped_json(base / "data" / "data" / f"{data_name}.json.zip")
         _save(DATA_DIR / f"{data_name}.npz", **{key: compact(raw[key]) for key in keys})
+
+
+def build_highdim(root: Path) -> None:
+    """The data of :data:`ckam_bench.posteriordb.highdim.HIGHDIM` (posteriors without posteriordb
+    reference draws)."""
+    from ckam_bench.posteriordb.highdim import DATA_KEYS
+
+    build_keys(root, DATA_KEYS)
 
 
 def build_later(root: Path) -> None:
     """The data of :data:`ckam_bench.posteriordb.later.LATER` (posteriordb's references added
-    after v1.0): the keys their Stan data blocks declare, each :func:`compact`."""
+    after v1.0)."""
     from ckam_bench.posteriordb.later import DATA_KEYS
 
-    base = Path(root) / "posterior_database"
-    for data_name, keys in DATA_KEYS.items():
-        raw = _read_zipped_json(base / "data" / "data" / f"{data_name}.json.zip")
-        _save(DATA_DIR / f"{data_name}.npz", **{key: compact(raw[key]) for key in keys})
+    build_keys(root, DATA_KEYS)
+
+
+def build_hard(root: Path) -> None:
+    """The data of :data:`ckam_bench.posteriordb.hard.HARD` (posteriordb's other posteriors that
+    stress samplers)."""
+    from ckam_bench.posteriordb.hard import DATA_KEYS
+
+    build_keys(root, DATA_KEYS)
 
 
 if __name__ == "__main__":
     build(Path(sys.argv[1]))
     build_highdim(Path(sys.argv[1]))
     build_later(Path(sys.argv[1]))
+    build_hard(Path(sys.argv[1]))

@@ -54,7 +54,7 @@ certified for the target; :func:`ckam_bench.posteriordb.subset.reference_status`
 it is shipped, and the suite runs those whose reference is)."""
 
 DATA_KEYS: dict[str, tuple[str, ...]] = {
-    "radon_mn": ("N", "J", "county_idx", "floor_measure", "log_radon"),
+    "radon_mn": ("N", "J", "county_idx", "floor_measure", "log_radon", "log_uppm"),
     "irt_2pl": ("I", "J", "y"),
     "GLMM_data": ("nobs", "nmis", "nyear", "nsite", "obs", "obsyear", "obssite", "misyear", "missite"),
     "radon_mod": ("N", "J", "county", "y"),

@@ -30,10 +30,12 @@ depend on it.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pymc as pm
 
-from ckam_bench.posteriordb import load_data
+from ckam_bench.posteriordb import hierarchical, load_data, radon_family
 
 
 def irt_2pl_noncentered() -> pm.Model:
@@ -81,3 +83,68 @@ def irt_2pl_log_jacobian(u: np.ndarray) -> np.ndarray:
     s = _irt_2pl_blocks()
     J, I = s["theta"].stop - s["theta"].start, s["a"].stop - s["a"].start
     return (J * u[:, s["log_sigma_theta"]] + I * u[:, s["log_sigma_a"]]).ravel()
+
+
+# ---------------------------------------------------------------------------- radon_mn, centred
+# The twin of each centred radon_mn posterior (ckam_bench.posteriordb.radon_family) is its
+# posteriordb non-centred sibling: alpha = mu_alpha + sigma_alpha * alpha_raw (beta likewise), the
+# other parameters unchanged. The siblings declare alpha_raw where Stan declares alpha, the centred
+# PyMC models declare alpha after its mu and sigma: T reorders the blocks as well.
+RADON_J = 85
+"""radon_mn's counties: the size of every effect vector."""
+_RADON_BLOCKS = {  # (twin's, centred target's) value variables in order, (Stan name, size)
+    "radon_variable_slope": (
+        (("alpha", 1), ("beta_raw", RADON_J), ("mu_beta", 1), ("sigma_beta", 1), ("sigma_y", 1)),
+        (("alpha", 1), ("mu_beta", 1), ("sigma_beta", 1), ("sigma_y", 1), ("beta", RADON_J))),
+    "radon_variable_intercept_slope": (
+        (("sigma_y", 1), ("sigma_alpha", 1), ("sigma_beta", 1), ("alpha_raw", RADON_J), ("beta_raw", RADON_J),
+         ("mu_alpha", 1), ("mu_beta", 1)),
+        (("sigma_y", 1), ("sigma_alpha", 1), ("sigma_beta", 1), ("mu_alpha", 1), ("mu_beta", 1),
+         ("alpha", RADON_J), ("beta", RADON_J))),
+    "radon_hierarchical_intercept": (
+        (("alpha_raw", RADON_J), ("beta", 2), ("mu_alpha", 1), ("sigma_alpha", 1), ("sigma_y", 1)),
+        (("beta", 2), ("mu_alpha", 1), ("sigma_alpha", 1), ("sigma_y", 1), ("alpha", RADON_J))),
+}
+
+
+def _radon_twin_blocks(family: str) -> dict[str, slice]:
+    """Where each value variable of ``family``'s twin sits in its flat unconstrained vector."""
+    out, at = {}, 0
+    for name, size in _RADON_BLOCKS[family][0]:
+        out[name], at = slice(at, at + size), at + size
+    return out
+
+
+def _radon_to_centred(family: str, u: np.ndarray) -> np.ndarray:
+    """T of ``family``: each block of the centred target is the twin's block of the same name, or,
+    for an effect ``x`` the twin does not have, ``mu_x + exp(log sigma_x) * x_raw`` (a scale's
+    unconstrained coordinate is its log)."""
+    u = np.atleast_2d(np.asarray(u, float))
+    s = _radon_twin_blocks(family)
+    return np.hstack([u[:, s[name]] if name in s else
+                      u[:, s[f"mu_{name}"]] + np.exp(u[:, s[f"sigma_{name}"]]) * u[:, s[f"{name}_raw"]]
+                      for name, _ in _RADON_BLOCKS[family][1]])
+
+
+def _radon_log_jacobian(family: str, u: np.ndarray) -> np.ndarray:
+    """log |det ∂T/∂u|: size(x) log sigma_x summed over the effects x (T is a permutation of a
+    triangular map whose diagonal is sigma_x on x_raw's coordinates and 1 elsewhere)."""
+    u = np.atleast_2d(np.asarray(u, float))
+    s = _radon_twin_blocks(family)
+    return sum(size * u[:, s[f"sigma_{name}"]].ravel() for name, size in _RADON_BLOCKS[family][1] if name not in s)
+
+
+def _radon_twin(family: str, twin):
+    """(twin model, T, log |det ∂T/∂u|) of the centred ``family``."""
+    return (twin, functools.partial(_radon_to_centred, family), functools.partial(_radon_log_jacobian, family))
+
+
+# the twins of the centred models whose funnels left divergences (tests/test_posteriordb_hard.py)
+radon_variable_slope_twin, radon_variable_slope_to_centred, radon_variable_slope_log_jacobian = _radon_twin(
+    "radon_variable_slope", radon_family.radon_variable_slope_noncentered)
+(radon_variable_intercept_slope_twin, radon_variable_intercept_slope_to_centred,
+ radon_variable_intercept_slope_log_jacobian) = _radon_twin(
+    "radon_variable_intercept_slope", hierarchical.radon_variable_intercept_slope_noncentered)
+(radon_hierarchical_intercept_twin, radon_hierarchical_intercept_to_centred,
+ radon_hierarchical_intercept_log_jacobian) = _radon_twin(
+    "radon_hierarchical_intercept", radon_family.radon_hierarchical_intercept_noncentered)
