@@ -24,8 +24,11 @@ def _target(name: str):
 
     conf = Path(__file__).resolve().parents[1] / "conf"
     overrides = [f"target={name}"]
-    if name.startswith("pymc_models_"):  # a posteriordb model of the suite's high-dimensional set
+    shipped = list(Path(SHIPPED).glob(f"{name}-*.json"))
+    if name.startswith("pymc_models_") and not shipped:  # a suite model without a shipped reference
         overrides = ["target=pymc", f"target.model=ckam_bench.posteriordb.models:{name.removeprefix('pymc_models_')}"]
+    elif name.startswith("pymc_"):  # a posteriordb model certified by the harness: its certificate's target.model
+        overrides = ["target=pymc", f"target.model={json.loads(shipped[0].read_text())['target']['model']}"]
     with initialize_config_dir(config_dir=str(conf), version_base=None):
         return instantiate(compose(config_name="config", overrides=overrides).target)
 
@@ -38,14 +41,19 @@ def test_the_shipped_set_is_listed():
     """Nothing drops out silently: these are the shipped references (update when one is added)."""
     assert [_name(r) for r in SHIPPED_IDS] == [
         "gp_glass", "horseshoe", "logistic_australian", "logistic_german", "logistic_heart",
-        "logistic_pima", "logistic_ripley", "pymc_models_dogs", "pymc_models_dogs_hierarchical",
+        "logistic_pima", "logistic_ripley", "pymc_bugs_dugongs", "pymc_bugs_seeds", "pymc_bugs_seeds_centered",
+        "pymc_bugs_seeds_stanified", "pymc_bugs_surgical", "pymc_models_dogs", "pymc_models_dogs_hierarchical",
         "pymc_models_glmm1", "pymc_models_m0", "pymc_models_nes_logit", "pymc_models_prophet",
         "pymc_models_radon_all_county_intercept", "pymc_models_radon_all_pooled", "pymc_models_radon_county",
         "pymc_models_radon_county_intercept", "pymc_models_radon_mn_pooled",
         "pymc_models_radon_variable_intercept_slope_noncentered",
         "pymc_models_rate_1", "pymc_models_rate_2", "pymc_models_rate_3", "pymc_models_rate_4", "pymc_models_rate_5",
         "pymc_models_sesame_one_pred_a", "pymc_models_wells_dist", "pymc_models_wells_dist100",
-        "pymc_models_wells_dist100ars", "pymc_models_wells_interaction_c"]
+        "pymc_models_wells_dist100ars", "pymc_models_wells_interaction_c",
+        *(f"pymc_radon_family_radon_{m}" for m in (
+            "hierarchical_intercept_centered", "hierarchical_intercept_noncentered", "partially_pooled_centered",
+            "partially_pooled_noncentered", "variable_intercept_centered", "variable_intercept_noncentered",
+            "variable_intercept_slope_centered", "variable_slope_centered", "variable_slope_noncentered"))]
 
 
 @pytest.mark.parametrize("reference_id", SHIPPED_IDS)
