@@ -143,8 +143,12 @@ def test_draws_have_the_moments_of_a_correlated_10d_gaussian():
 
 
 def test_budget_in_gradients_is_met_like_every_samplers(tmp_path):
-    """Under budget.max_grad the run stops at the end of the iteration that reaches it; every
-    evaluation is counted once (the start check adds one density evaluation)."""
+    """Under budget.max_grad the run stops at the end of the block that reaches it, as for every
+    peer (tests/samplers/test_peers.py): walnutpie runs whole blocks of draws, the runner sizes the
+    last one by the latest block's gradients per draw, so it may pass the cap by a few draws (how
+    many depends on how the run was split into blocks, by time: measured 17-855 gradients past
+    20 000 in three runs); every evaluation is counted once (the start check adds one density
+    evaluation)."""
     target = gauss2d_corr()
     labels = {"run_id": "r", "target": target.name, "sampler": "walnutpie", "kernel": "none", "seed": 0}
     runner = Runner(Walnutpie(burn_in=200), target, {}, Budget(600, max_grad=20_000), tmp_path / "run",
@@ -153,8 +157,7 @@ def test_budget_in_gradients_is_met_like_every_samplers(tmp_path):
     status = runner.run()
     totals = status["totals"]
     assert status["reason"] == "max_grad"
-    # walnutpie's longest iteration: 2^5 macro steps of up to 2^5 micro steps each
-    assert 20_000 <= totals["n_grad"] < 20_000 + 2**10 + 1
+    assert 20_000 <= totals["n_grad"] < 22_000
     assert totals["n_density"] == totals["n_grad"] + 1
     assert totals["n_collected"] == totals["iterations"] - 200
 
