@@ -31,7 +31,7 @@ pytest.importorskip("pymc")
 from ckam_bench.posteriordb import database  # noqa: E402
 from ckam_bench.posteriordb.hard import HARD  # noqa: E402
 from tests import hard_bugs_stan, hard_radon_stan  # noqa: E402
-from tests.test_posteriordb_highdim import ALPHA, FAST_DRAWS, _case, _prove, build, twin_is_the_same_posterior  # noqa: E402
+from tests.test_posteriordb_highdim import ALPHA, FAST_DRAWS, _prove, build, twin_is_the_same_posterior  # noqa: E402
 
 STAN_NUMPY = {**hard_radon_stan.STAN_NUMPY, **hard_bugs_stan.STAN_NUMPY}
 BOUNDS = {**hard_radon_stan.BOUNDS, **hard_bugs_stan.BOUNDS}
@@ -90,25 +90,25 @@ def test_every_posterior_is_registered_with_its_model_data_density_and_reference
     family's module, which is its target.model path), its data, its numpy density, and either a
     shipped reference or a line saying why not."""
     from ckam_bench.posteriordb import CHARACTERS, DATA_DIR
-    from ckam_bench.reference_lookup import SHIPPED, find_reference
-    from ckam_bench.targets.pymc import PyMCModel
+    from tests.test_second_route import reference_file  # the shipped file certified for p.model
 
     assert sorted(HARD) == sorted(STAN_NUMPY) == sorted([*SHIPPED_NAMES, *NO_REFERENCE_YET])
     for name, p in HARD.items():
         assert p.character in CHARACTERS and p.note and (DATA_DIR / f"{p.data}.npz").is_file()
         assert p.model.startswith(p.module + ":") and p.module != "ckam_bench.posteriordb.models"
-        path = find_reference(PyMCModel(p.model))
-        assert (path is not None and path.parent == SHIPPED) == (name in SHIPPED_NAMES), name
+        assert (reference_file(name) is not None) == (name in SHIPPED_NAMES), name  # found by its target:
+        # tests/test_reference_ids.py (every shipped reference, by the target's reference id)
 
 
 def test_references_are_certified_and_agree_with_route_2():
     """Each shipped reference: certified with posteriordb's criteria, >= 10 chains, no divergence
     after tuning, its cost stated; route 2 (the harness's nuts_fisher, other seed and starts)
     agrees per coordinate within MCSE (Bonferroni at family-wise 1e-3 over 2d coordinates)."""
-    from ckam_bench.reference_lookup import is_certified
+    from ckam_bench.reference_lookup import is_certified, read_reference
+    from tests.test_second_route import reference_file
 
     for name in SHIPPED_NAMES:
-        _, ref, _, _ = _case(name)
+        ref = read_reference(reference_file(name))
         c = ref.certificate
         assert is_certified(c) and c["chains"] >= 10, name
         assert c["diagnostics"]["rhat_max"] < 1.01 and min(c["diagnostics"]["ess_bulk_min"],
@@ -128,8 +128,11 @@ def summary_table() -> str:
     lines = [BEGIN, "| posterior | d | route 1 sampled | target accept | chains × draws | R-hat | min bulk / tail ESS "
              "| divergences (tuning) | CPU s (compile) | route 2 max \\|z\\| mean / sd | file |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    from ckam_bench.reference_lookup import read_reference
+    from tests.test_second_route import reference_file
+
     for name in SHIPPED_NAMES:
-        _, ref, _, _ = _case(name)
+        ref = read_reference(reference_file(name))
         c = ref.certificate
         d, cost, s = c["diagnostics"], c["cost"], c["second_route"]
         sampled = f"twin `{TWINS[name][0].split(':')[1]}`" if name in TWINS else "the model"
