@@ -187,3 +187,54 @@ def test_pack_and_show_command_line(sweeps, tmp_path):
     assert "command: ckam-bench -m experiment=posteriordb" in proc.stdout
     assert "coverage: 1 posteriors × 2 sampler configurations × 2 seeds = 4 runs, 4 present" in proc.stdout
     assert not math.isnan(float(proc.stdout.split("cpu_hours: ")[1].split()[0]))
+
+
+def test_pack_in_parts_equals_one_pack(sweeps, tmp_path):
+    """A suite regenerated in parts (``pack --add``): two folders packed one after the other
+    give the runs and verdicts of one pack, the stamp's ``parts`` holding each part's command
+    and CPU-hours; a group with fewer seeds than the others is left out, not packed; a part
+    with nothing new, or another budget, is refused in one line naming the argument (exit 2)
+    and the file is left as it was. ``missing`` prints the sweep that makes the rest."""
+    import shutil
+
+    peers, mine, packed, stamp = sweeps
+    first, second = tmp_path / "first", tmp_path / "second"
+    for run in load_results(peers).runs:
+        accept = run.config["sampler"]["target_accept"]
+        shutil.copytree(run.path, (first if accept == 0.8 else second) / run.path.name)
+    dropped = next(p for p in second.iterdir() if p.name.endswith("_s1"))
+    partial = tmp_path / "partial"  # config 0.9 with seed 0 only: an incomplete group
+    shutil.copytree(first, partial)
+    shutil.copytree(second, partial, dirs_exist_ok=True, ignore=shutil.ignore_patterns(dropped.name))
+    out = tmp_path / "parts.parquet"
+    one = baselines.pack(partial, out, "part one")
+    assert one["configurations"] == ["nuts [target_accept=0.8]"] and one["runs"] == 2
+    assert len(one["left_out"]) == 1 and "seeds 0 of 0, 1" in one["left_out"][0]
+    both = baselines.pack(second, out, "part two", add=True)
+    assert [p["command"] for p in both["parts"]] == ["part one", "part two"]
+    assert both["runs"] == 4 and both["command"] == "part one"
+    assert both["cpu_hours"] == pytest.approx(stamp["cpu_hours"])
+    whole = {(r.status["label"], r.seed): r for r in baselines.load(packed)[0]}
+    runs, read = baselines.load(out)
+    assert read == both and len(runs) == 4
+    for run in runs:
+        same = whole[(run.status["label"], run.seed)]
+        assert run_evaluations(run) == run_evaluations(same)
+        assert run.status["passes"] == same.status["passes"]
+        assert run.status["seeds_diagnostics"] == same.status["seeds_diagnostics"]
+    before = out.read_bytes()
+    command = [sys.executable, "-m", "ckam_bench.report.baselines"]
+    proc = clirun.run([*command, "pack", str(second), str(out), "--command", "again", "--add"],
+                      env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "invalid argument: FOLDER: no whole group to pack" in proc.stderr
+    proc = clirun.run([*command, "pack", str(mine), str(tmp_path / "absent.parquet"), "--command",
+                       "x", "--add"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "invalid argument: --add:" in proc.stderr
+    assert not (tmp_path / "absent.parquet").exists() and out.read_bytes() == before
+    proc = clirun.run([*command, "missing", str(out)], env=ENV, capture_output=True, text=True,
+                      timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    sweep = proc.stdout.splitlines()[-1]
+    assert sweep.startswith("part one 'posteriordb.subset=[") and POSTERIOR not in sweep
+    assert "eight_schools-eight_schools_centered" in sweep

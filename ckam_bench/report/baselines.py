@@ -31,8 +31,9 @@ user's suite runs, a reference id), and :func:`attach` puts the baselines on a
 
 Command line::
 
-    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..."
+    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..." [--add]
     ckam-bench-baselines show FILE
+    ckam-bench-baselines missing FILE      # the sweep that makes the posteriors FILE lacks
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -158,10 +160,16 @@ def _suite_runs(results: Results) -> list[tuple[StoredRun, str]]:
     return [(run, name) for run in results.runs if (name := _posterior(run)) is not None]
 
 
-def pack(results_folder, out_file, command: str) -> dict:
+def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
     """Write the suite runs under ``results_folder`` to ``out_file`` (module docstring);
-    returns the stamp. Raises :class:`BaselinesError` when there is no suite run, the runs have
-    several budgets, or ``out_file`` exists and is not a baselines file (never overwritten)."""
+    returns the stamp. A group (posterior × sampler configuration) is packed whole or not at
+    all: one with fewer seeds than the others (a sweep stopped part-way) is left out and listed
+    in the stamp's ``left_out``. ``add`` merges the groups into the existing baselines file
+    ``out_file`` (a suite regenerated in parts: :func:`missing`): groups already there are kept
+    as they are, the budget and the installed versions must be the file's, and each part's
+    command, commit, time and CPU-hours are kept in the stamp's ``parts``. Raises
+    :class:`BaselinesError` when there is no suite run, the runs have several budgets, or
+    ``out_file`` exists and is not a baselines file (never overwritten)."""
     from ckam_bench.report import ranking
 
     folder, out = Path(results_folder), Path(out_file)
@@ -169,31 +177,60 @@ def pack(results_folder, out_file, command: str) -> dict:
         raise BaselinesError("FOLDER", f"{folder} is not a folder")
     if out.is_dir():
         raise BaselinesError("OUT", f"{out} is a folder")
+    old_stamp, old = None, None
+    if add and not out.is_file():
+        raise BaselinesError("--add", f"{out} does not exist: pack the first part without --add")
     if out.exists():
         try:
-            read_stamp(out)
+            old_stamp = read_stamp(out)
         except BaselinesError:
             raise BaselinesError("OUT", f"{out} exists and is not a baselines file: not "
                                         "overwritten") from None
     if not str(command).strip():
         raise BaselinesError("--command", "empty")
+    if add:
+        _check_versions(old_stamp)
     results = load_results(folder)
     suite = _suite_runs(results)
     if not suite:
         raise BaselinesError("FOLDER", f"no complete posteriordb suite run under {folder}")
     budgets = {_json(budget_of(run)) for run, _ in suite}
+    if add:
+        budgets.add(_json(old_stamp.get("budget")))
     if len(budgets) > 1:
         raise BaselinesError("FOLDER", f"the suite runs under {folder} have {len(budgets)} "
-                                       "budgets; pack one budget at a time")
+                                       "budgets" + (f" with {out}'s" if add else "")
+                                       + "; pack one budget at a time")
     in_suite = {run.run_id for run, _ in suite}
-    labels, diagnostics = {}, {}
-    for group in results.groups():
-        if not {r.run_id for r in group.runs} <= in_suite:
+    groups = [g for g in results.groups() if {r.run_id for r in g.runs} <= in_suite]
+    names_of = {run.run_id: name for run, name in suite}
+    whole = set(old_stamp["seeds"]) if add else set().union(*(g.seeds for g in groups))
+    old_runs = load(out)[0] if add else []
+    present = {run.config_key for run in old_runs}
+    # labels over every group the file will hold, so a part's labels are the whole file's
+    label_of = {g.key: g.label for g in group_runs(
+        old_runs + [r for g in groups if g.key not in present for r in g.runs])}
+    labels, diagnostics, left_out, kept_old = {}, {}, [], 0
+    for group in groups:
+        name = names_of[group.runs[0].run_id]
+        if group.key in present:
+            kept_old += 1
+            continue
+        if set(group.seeds) != whole:
+            left_out.append(f"{name} {group.label}: seeds {', '.join(map(str, group.seeds))} "
+                            f"of {', '.join(map(str, sorted(whole)))} (a group is packed whole)")
             continue
         seeds = ranking.group_diagnostics(group)  # R-hat, MCSE across seeds: needs the draws
         for run in group.runs:
-            labels[run.run_id] = group.label
+            labels[run.run_id] = label_of[group.key]
             diagnostics[run.run_id] = (seeds["rhat"], seeds["mcse"], group.seeds)
+    if add:
+        old = pd.read_parquet(out)
+        old["label"] = old["run_id"].map({r.run_id: label_of[r.config_key] for r in old_runs})
+    if not labels:
+        raise BaselinesError("FOLDER", f"no whole group to pack under {folder}"
+                             + (f" that {out} lacks" if add else "")
+                             + (f" ({len(left_out)} incomplete)" if left_out else ""))
     frames = []
     for run, name in suite:
         if run.run_id not in labels:  # a seed run twice: the group kept another folder
@@ -221,33 +258,70 @@ def pack(results_folder, out_file, command: str) -> dict:
         for key, value in run_columns.items():
             frame[key] = value
         frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
+    table = pd.concat(([old] if add else []) + frames, ignore_index=True)
     optional = ("kl", "n_divergent", "moments_discarded")  # kept when some run has them
     table = table[[c for c in table.columns if c not in TRACE_COLUMNS]
                   + [c for c in TRACE_COLUMNS if c not in optional or table[c].notna().any()]]
     runs = [run for run, _ in suite if run.run_id in labels]
-    names = sorted({name for _, name in suite})
+    names = sorted({names_of[run.run_id] for run in runs})
     commits = sorted({c for run in runs if (c := (run.status.get("provenance") or {}).get("git_commit"))})
+    part = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": str(command),
+            "git_commit": commits[0] if len(commits) == 1 else (commits or _git_commit()),
+            "posteriors": names, "runs": len(runs),
+            "cpu_hours": sum(_cpu_seconds(run) for run in runs) / 3600.0,
+            "left_out": [f"{item.path.name}: {item.reason}" for item in results.skipped] + left_out,
+            "groups_already_there": kept_old}
+    parts = (old_stamp.get("parts") or [_first_part(old_stamp)] if add else []) + [part]
+    everything = sorted(set(table["posterior"]))
     stamp = {
         "format": FORMAT,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": str(command),
+        "created": part["created"],
+        "command": parts[0]["command"],
         "versions": installed_versions(),
-        "git_commit": commits[0] if len(commits) == 1 else (commits or _git_commit()),
+        "git_commit": part["git_commit"] if len(parts) == 1 else [p["git_commit"] for p in parts],
         "posteriordb_commit": _posteriordb_commit(),
-        "references": {name: reference_id(name) for name in names},
+        "references": {**(old_stamp.get("references") or {} if add else {}),
+                       **{name: reference_id(name) for name in names}},
         "budget": json.loads(budgets.pop()),
-        "seeds": sorted({run.seed for run in runs}),
-        "samplers": sorted({run.sampler for run in runs}),
-        "configurations": sorted(set(labels.values())),
-        "posteriors": names,
-        "runs": len(runs),
-        "cpu_hours": sum(_cpu_seconds(run) for run in runs) / 3600.0,
+        "seeds": sorted(whole),
+        "samplers": sorted(set(table["sampler"])),
+        "configurations": sorted(set(table["label"])),
+        "posteriors": everything,
+        "runs": int(table["run_id"].nunique()),
+        "cpu_hours": sum(p["cpu_hours"] for p in parts),
         "machine_dependent": list(MACHINE_DEPENDENT),
-        "left_out": [f"{item.path.name}: {item.reason}" for item in results.skipped],
+        "left_out": part["left_out"],
+        "parts": parts,
     }
     _write(table, stamp, out)
     return stamp
+
+
+def _first_part(stamp: dict) -> dict:
+    """A stamp written before ``parts`` existed, as its one part."""
+    return {k: stamp.get(k) for k in ("created", "command", "git_commit", "posteriors", "runs",
+                                      "cpu_hours", "left_out")}
+
+
+def _check_versions(stamp: dict) -> None:
+    """``--add``: the installed versions must be the file's (its stamp states one set)."""
+    here = installed_versions()
+    for name, made in (stamp.get("versions") or {}).items():
+        if here.get(name) != made:
+            raise BaselinesError("--add", f"the baselines were made with {name} {made}, "
+                                          f"{name} {here.get(name)} is installed: pack into a "
+                                          "new file")
+
+
+def missing(path) -> list[str]:
+    """The suite's posteriors (:func:`ckam_bench.posteriordb.subset.suite`) that baselines file
+    ``path`` has no runs of, in the suite's order: what a sweep regenerating the rest runs
+    (``posteriordb.subset=[...]``)."""
+    from ckam_bench.posteriordb.subset import suite
+
+    stamp = read_stamp(path)
+    have = set(stamp.get("posteriors") or ())
+    return [p.name for p in suite() if p.name not in have]
 
 
 def _posteriordb_commit() -> str:
@@ -509,9 +583,17 @@ def attach(results: Results, choice="auto") -> Attached | None:
         else:
             kept = [r for r in runs if r.status.get("posterior") in names]
             attached = Attached(path, kept, stamp, differences(stamp, results.runs))
+            lacking = sorted(names - {r.status.get("posterior") for r in kept})
             if not kept:
                 attached.note = (f"the baselines {path} hold none of these posteriors "
                                  f"({len(stamp.get('posteriors') or [])} posteriors): not used")
+            elif lacking:
+                attached.note = (f"the baselines hold {len(names) - len(lacking)} of the "
+                                 f"{len(names)} posteriors of these results; no baseline rows "
+                                 f"for {', '.join(lacking[:8])}"
+                                 + (f" and {len(lacking) - 8} more" if len(lacking) > 8 else "")
+                                 + " (`ckam-bench-baselines missing` prints the sweep that "
+                                   "makes them)")
     results.baselines = attached
     return attached
 
@@ -564,6 +646,12 @@ def parser() -> argparse.ArgumentParser:
     packing.add_argument("out", type=Path, metavar="OUT", help="the baselines parquet file to write")
     packing.add_argument("--command", required=True,
                          help="the command that made the runs (recorded in the stamp)")
+    packing.add_argument("--add", action="store_true",
+                         help="merge into the existing OUT: a suite regenerated in parts (the "
+                              "groups OUT has are kept; budget and versions must be OUT's)")
+    lacking = sub.add_parser("missing", help="print the sweep that makes the suite posteriors "
+                                             "FILE has no runs of")
+    lacking.add_argument("file", type=Path, metavar="FILE")
     showing = sub.add_parser("show", help="print a baselines file's stamp and coverage")
     showing.add_argument("file", type=Path, metavar="FILE")
     return p
@@ -574,11 +662,30 @@ def main(argv: list[str] | None = None) -> int:
     prog = "ckam-bench-baselines"
     try:
         if args.action == "pack":
-            stamp = pack(args.folder, args.out, args.command)
+            stamp = pack(args.folder, args.out, args.command, add=args.add)
+            part = stamp["parts"][-1]
             print(f"baselines: {stamp['runs']} runs ({len(stamp['posteriors'])} posteriors × "
                   f"{len(stamp['configurations'])} sampler configurations × "
                   f"{len(stamp['seeds'])} seeds, "
-                  f"{stamp['cpu_hours']:.3g} CPU-hours) -> {args.out}")
+                  f"{stamp['cpu_hours']:.3g} CPU-hours) -> {args.out}"
+                  + (f"; this part {part['runs']} runs, {part['cpu_hours']:.3g} CPU-hours, "
+                     f"{part['groups_already_there']} groups already there kept" if args.add else "")
+                  + (f"; {len(part['left_out'])} left out (show lists them)"
+                     if part["left_out"] else ""))
+        elif args.action == "missing":
+            if not args.file.is_file():
+                raise BaselinesError("FILE", f"{args.file} is not a file")
+            stamp = read_stamp(args.file)
+            names = missing(args.file)
+            if not names:
+                print(f"{args.file} has runs of every suite posterior")
+            else:
+                print(f"# {len(names)} suite posteriors have no runs in {args.file}; the "
+                      "command that made it runs them with:")
+                subset = f"'posteriordb.subset=[{','.join(names)}]'"
+                command = re.sub(r"'?posteriordb\.subset=(\[[^]]*\]|\S*)'?\s*", "",
+                                 str(stamp.get("command") or "ckam-bench -m experiment=posteriordb"))
+                print(f"{command.strip()} {subset}")
         else:
             if not args.file.is_file():
                 raise BaselinesError("FILE", f"{args.file} is not a file")
