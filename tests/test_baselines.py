@@ -171,7 +171,7 @@ def test_pack_and_show_command_line(sweeps, tmp_path):
     """``pack`` refuses a missing folder and a file that is not a baselines file (left as it
     was), one line naming the argument, exit 2; ``show`` prints the stamp and the coverage."""
     peers, _, packed, _ = sweeps
-    command = [sys.executable, "-m", "ckam_bench.report.baselines"]
+    command = [sys.executable, "-m", "ckam_bench.report.baselines_cli"]
     kept = tmp_path / "notes.parquet"
     kept.write_text("mine")
     for args, name in (([str(tmp_path / "nowhere"), str(tmp_path / "b.parquet")], "FOLDER"),
@@ -223,7 +223,7 @@ def test_pack_in_parts_equals_one_pack(sweeps, tmp_path):
         assert run.status["passes"] == same.status["passes"]
         assert run.status["seeds_diagnostics"] == same.status["seeds_diagnostics"]
     before = out.read_bytes()
-    command = [sys.executable, "-m", "ckam_bench.report.baselines"]
+    command = [sys.executable, "-m", "ckam_bench.report.baselines_cli"]
     proc = clirun.run([*command, "pack", str(second), str(out), "--command", "again", "--add"],
                       env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
