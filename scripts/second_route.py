@@ -6,7 +6,8 @@
 Method. For each posterior whose reference the harness certified (nutpie on the suite's PyMC
 model, tests/test_posteriordb_highdim.py and tests/test_posteriordb_later.py), the density is
 written again from the Stan program as a NumPyro model (scripts/second_route_models.py, and for the families of
-ckam_bench/posteriordb/hard.py second_route_radon.py and second_route_bugs.py), reading
+ckam_bench/posteriordb/hard.py second_route_radon.py and second_route_bugs.py, for the
+label-switching mixtures second_route_mixtures.py), reading
 posteriordb's own data JSON from a posteriordb git mirror (``POSTERIORDB_GIT_DIR``); NumPyro's
 ``initialize_model`` gives the potential on the unconstrained space (Stan's transforms and their
 log-Jacobians). It is sampled with BlackJAX's adjusted microcanonical Langevin Monte Carlo (MAMS:
@@ -103,12 +104,15 @@ def _ess_mcse(draws):
 
 def models() -> dict:
     """posteriordb name -> (NumPyro model, data name, Stan parameters) of every family:
-    scripts/second_route_models.py, second_route_radon.py, second_route_bugs.py."""
+    scripts/second_route_models.py, second_route_radon.py, second_route_bugs.py,
+    second_route_mixtures.py."""
     import second_route_bugs
+    import second_route_mixtures
     import second_route_models
     import second_route_radon
 
-    return {**second_route_models.MODELS, **second_route_radon.MODELS, **second_route_bugs.MODELS}
+    return {**second_route_models.MODELS, **second_route_radon.MODELS, **second_route_bugs.MODELS,
+            **second_route_mixtures.MODELS}
 
 
 def run(name: str, draws: int | None = None, chains: int = CHAINS, seed: int = SEED) -> dict:

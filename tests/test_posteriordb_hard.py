@@ -4,12 +4,16 @@ certified, found by the target, and agrees with a second route.
 
 The proofs, the build and its route 2 are those of tests/test_posteriordb_highdim.py (read its
 docstring), with this module's tables: the numpy densities, written statement by statement from
-the Stan programs (tests/hard_radon_stan.py, tests/hard_bugs_stan.py), and the twins, for the
-centred hierarchies whose funnels leave divergences after tuning: route 1 and route 2 sample the
+the Stan programs (tests/hard_radon_stan.py, tests/hard_bugs_stan.py, tests/hard_mixtures_stan.py),
+and the twins, for the centred hierarchies whose funnels leave divergences after tuning: route 1 and route 2 sample the
 non-centred twin (posteriordb's own non-centred sibling where it has one) and map every draw back
 to the centred target's coordinates, exactly (the map and its log-Jacobian in
 :mod:`ckam_bench.posteriordb.reparam` and :mod:`ckam_bench.posteriordb.bugs_twins`; checked by
-:func:`test_a_twin_is_the_same_posterior`).
+:func:`test_a_twin_is_the_same_posterior`); and for the label-switching mixtures: route 1 and
+route 2 sample the ordered twin (mu_1 < mu_2) and map every draw to the full posterior by the
+ordered transform's inverse and a hash-chosen exchange of the components, exact because the
+posterior is exchangeable (:mod:`ckam_bench.posteriordb.mixture_twins`; the symmetry and the
+ordered twin's own certificate: tests/test_posteriordb_mixtures.py, whose ``build`` wraps this one).
 
 A maintainer's command builds a reference (never at test time)::
 
@@ -30,12 +34,13 @@ pytest.importorskip("pymc")
 
 from ckam_bench.posteriordb import database  # noqa: E402
 from ckam_bench.posteriordb.hard import HARD  # noqa: E402
-from tests import hard_bugs_stan, hard_radon_stan  # noqa: E402
+from tests import hard_bugs_stan, hard_mixtures_stan, hard_radon_stan  # noqa: E402
 from tests.test_posteriordb_highdim import ALPHA, FAST_DRAWS, _prove, build, twin_is_the_same_posterior  # noqa: E402
 
-STAN_NUMPY = {**hard_radon_stan.STAN_NUMPY, **hard_bugs_stan.STAN_NUMPY}
-BOUNDS = {**hard_radon_stan.BOUNDS, **hard_bugs_stan.BOUNDS}
-_RE, _BT = "ckam_bench.posteriordb.reparam:", "ckam_bench.posteriordb.bugs_twins:"
+STAN_NUMPY = {**hard_radon_stan.STAN_NUMPY, **hard_bugs_stan.STAN_NUMPY, **hard_mixtures_stan.STAN_NUMPY}
+BOUNDS = {**hard_radon_stan.BOUNDS, **hard_bugs_stan.BOUNDS, **hard_mixtures_stan.BOUNDS}
+_RE, _BT, _MT = ("ckam_bench.posteriordb.reparam:", "ckam_bench.posteriordb.bugs_twins:",
+                 "ckam_bench.posteriordb.mixture_twins:")
 TWINS: dict[str, tuple[str, str, str]] = {
     **{f"radon_mn-radon_{m}_centered": (f"{_RE}radon_{m}_twin", f"{_RE}radon_{m}_to_centred",
                                         f"{_RE}radon_{m}_log_jacobian")
@@ -48,15 +53,20 @@ TWINS: dict[str, tuple[str, str, str]] = {
     "seeds_data-seeds_stanified_model": (f"{_BT}seeds_stanified_noncentered", f"{_BT}seeds_stanified_to_centred",
                                          f"{_BT}seeds_stanified_log_jacobian"),
     "pilots-pilots": (f"{_BT}pilots_noncentered", f"{_BT}pilots_to_centred", f"{_BT}pilots_log_jacobian"),
+    **{f"{data}-{m}": (f"{_MT}{m}_ordered", f"{_MT}{m}_to_target", f"{_MT}{m}_log_jacobian")
+       for data, m in (("normal_2", "normal_mixture"),
+                       ("low_dim_gauss_mix_collapse", "low_dim_gauss_mix_collapse"))},
 }
-"""the posteriors certified through a non-centred twin: (twin model, map to the target's
-coordinates, its log-Jacobian), each ``module:function``."""
+"""the posteriors certified through a twin, non-centred or (the mixtures) ordered and symmetrised
+(:mod:`ckam_bench.posteriordb.mixture_twins`): (twin model, map to the target's coordinates, its
+log-Jacobian), each ``module:function``."""
 SHIPPED_NAMES = [*(f"radon_mn-radon_{m}" for m in (
     "partially_pooled_centered", "partially_pooled_noncentered", "variable_intercept_centered",
     "variable_intercept_noncentered", "variable_slope_centered", "variable_slope_noncentered",
     "variable_intercept_slope_centered", "hierarchical_intercept_centered", "hierarchical_intercept_noncentered")),
     "dugongs_data-dugongs_model", "surgical_data-surgical_model", "seeds_data-seeds_model",
-    "seeds_data-seeds_centered_model", "seeds_data-seeds_stanified_model", "pilots-pilots"]
+    "seeds_data-seeds_centered_model", "seeds_data-seeds_stanified_model", "pilots-pilots",
+    "normal_2-normal_mixture", "low_dim_gauss_mix_collapse-low_dim_gauss_mix_collapse"]
 """the posteriors whose references are shipped."""
 NO_REFERENCE_YET: dict[str, str] = {n: database.WHY_NOT_CERTIFIED[n] for n in HARD if n in database.WHY_NOT_CERTIFIED}
 """registered posteriors still without a shipped reference, and why."""
@@ -65,7 +75,7 @@ BEGIN = "<!-- hard posteriors: begin (python -m tests.test_posteriordb_hard tabl
 END = "<!-- hard posteriors: end -->"
 FAST = ["dugongs_data-dugongs_model", "radon_mn-radon_variable_slope_centered"]
 """proved on a few stored draws in the default run; ``-m slow`` proves every shipped one on all."""
-FAST_TWINS = ["radon_mn-radon_variable_slope_centered", "seeds_data-seeds_centered_model"]
+FAST_TWINS = ["radon_mn-radon_variable_slope_centered", "seeds_data-seeds_centered_model", "normal_2-normal_mixture"]
 """the twins checked in the default run; ``-m slow`` checks all."""
 
 

@@ -1,8 +1,9 @@
 """posteriordb's other posteriors, those without a posteriordb reference that stress samplers in
 ways the rest of the suite does not (issue 45 §3): centred hierarchies (funnels) beside their
 non-centred forms, crossed random effects, nonlinear growth curves, overdispersed binomial
-random effects. Their registry. Each family's models live in their own module
-(:mod:`ckam_bench.posteriordb.radon_family`, :mod:`ckam_bench.posteriordb.bugs`), which is the
+random effects, label-switching mixtures. Their registry. Each family's models live in their own module
+(:mod:`ckam_bench.posteriordb.radon_family`, :mod:`ckam_bench.posteriordb.bugs`,
+:mod:`ckam_bench.posteriordb.mixtures`), which is the
 ``target.model`` path: a reference's id covers the bytes of its model function's module, so these
 modules are never re-exported elsewhere and never edited once a reference is shipped. Data in
 ``data/`` (:func:`ckam_bench.posteriordb.build.build_hard`); references certified with
@@ -17,6 +18,7 @@ from ckam_bench.posteriordb import HARNESS, Posterior
 
 RADON = "ckam_bench.posteriordb.radon_family"
 BUGS = "ckam_bench.posteriordb.bugs"
+MIXTURES = "ckam_bench.posteriordb.mixtures"
 
 
 def _P(name, function, character, dim, note, module):
@@ -61,6 +63,13 @@ HARD: dict[str, Posterior] = {p.name: p for p in (
     _P("pilots-pilots", "pilots", "hierarchical", 18,
        "crossed effects of 5 groups and 8 scenarios, centred, flat (0, 100) sds: a + b identified "
        "only up to a shift the N(0, 1) means pin down", BUGS),
+    # label-switching mixtures: certified through their ordered twin and the exact exchange symmetry
+    _P("normal_2-normal_mixture", "normal_mixture", "mixture", 3,
+       "two unit-variance normals (1000 points near -10 and 10), unknown weight and means: two "
+       "well-separated exchangeable modes, mass 1/2 each by symmetry", MIXTURES),
+    _P("low_dim_gauss_mix_collapse-low_dim_gauss_mix_collapse", "low_dim_gauss_mix_collapse", "mixture", 5,
+       "two normals with unknown means, scales and weight (1000 points): two exchangeable modes, "
+       "mass 1/2 each by symmetry", MIXTURES),
 )}
 """posteriordb name -> :class:`~ckam_bench.posteriordb.Posterior` (``reference_source`` is
 ``HARNESS``; ``module`` the family's own)."""
@@ -70,6 +79,8 @@ DATA_KEYS: dict[str, tuple[str, ...]] = {
     "surgical_data": ("N", "r", "n"),
     "dugongs_data": ("N", "x", "Y"),
     "seeds_data": ("I", "n", "N", "x1", "x2"),
+    "normal_2": ("N", "y"),
+    "low_dim_gauss_mix_collapse": ("N", "y"),
 }
 """The keys of each posteriordb data set that its Stan programs' data blocks declare (radon_mn is
 shipped by :mod:`~ckam_bench.posteriordb.highdim`, with ``log_uppm`` for the hierarchical
