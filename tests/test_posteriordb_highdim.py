@@ -584,8 +584,9 @@ def _twin_maps(name):
     return _resolve(twins[name][1]), _resolve(twins[name][2])
 
 
-def second_route(name, ref_or_none=None, draws=5000):
-    """nuts_fisher through ckam-bench-reference's run_chains, other seed and start spread."""
+def second_route(name, ref_or_none=None, draws=5000, target_accept=None, burn_in=1000):
+    """nuts_fisher through ckam-bench-reference's run_chains, other seed and start spread
+    (``target_accept``: the sampler's own, 0.8, unless given; ``burn_in`` warm-up iterations)."""
     import yaml
     from hydra.utils import instantiate
 
@@ -594,7 +595,9 @@ def second_route(name, ref_or_none=None, draws=5000):
     from ckam_bench.targets.pymc import PyMCModel
 
     conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "sampler" / "nuts_fisher.yaml").read_text())
-    conf["burn_in"] = 1000
+    conf["burn_in"] = burn_in
+    if target_accept is not None:
+        conf["target_accept"] = target_accept
     twin = _all("TWINS").get(name, (None,))[0]
     target = PyMCModel(twin or _posterior(name).model)
     g0, c0 = target.n_grad, time.process_time()
