@@ -230,6 +230,34 @@ def test_suite_ties_share_a_rank_and_a_flagged_run_ranks_last(tmp_path, monkeypa
     assert [(r[0], r[1].split(" ")[0]) for r in per_target.rows] == rows
 
 
+def test_the_suite_table_compares_configurations_on_the_posteriors_all_of_them_ran(tmp_path,
+                                                                                   monkeypatch):
+    """am passes on three posteriors, gam on the one both ran, where it is faster: counting
+    whichever posteriors each ran on would rank am first by coverage alone. The suite table
+    counts passes, mean rank and wins on the common posterior, says so, and says what am did
+    beyond it; with equal coverage it says that."""
+    from tests.test_report import make_run
+
+    slow = {"bias2": np.r_[np.full(6, 0.5), np.full(4, 0.001)]}
+    fast = {"bias2": np.r_[np.full(2, 0.5), np.full(8, 0.001)]}
+    for target in ("bimodal", "gmm2d", "banana"):
+        make_run(tmp_path, target, "am", sampler_node=AM, columns=slow)
+    make_run(tmp_path, "bimodal", "gam", sampler_node=AM, columns=fast)
+    out, _ = _suite_tables(monkeypatch, tmp_path)
+    table = out["posteriordb_suite"]
+    rows = [dict(zip(table.header, r)) for r in table.rows]
+    assert [(r["rank"], r["sampler"]) for r in rows] == [("1", "gam"), ("2", "am")]
+    assert [(r["posteriors passed"], r["mean rank"], r["posteriors run"], r["ranked first"])
+            for r in rows] == [("1", "1.00", "1", "1"), ("1", "2.00", "3", "0")]
+    note = next(n for n in table.notes if n.startswith("compared on"))
+    assert note == ("compared on the 1 posteriors every configuration ran on, of 3 in these "
+                    "results; beyond them: am on 2 more (passed 2)")
+    make_run(tmp_path, "gmm2d", "gam", sampler_node=AM, columns=fast)
+    make_run(tmp_path, "banana", "gam", sampler_node=AM, columns=fast)
+    out, _ = _suite_tables(monkeypatch, tmp_path)
+    assert "every configuration ran on the same 3 posteriors" in out["posteriordb_suite"].notes
+
+
 def test_suite_counts_gradient_and_density_evaluations_apart(tmp_path, monkeypatch):
     from tests.test_report import make_run
 

@@ -41,7 +41,9 @@ gradient evaluations, density evaluations and seconds to b² < 0.01 in their own
 gradient-free sampler's gradient column is "–"), the final b², pass/fail and the deciding key.
 A group passes when every seed passes. Over the suite, the configurations are ranked by the
 number of posteriors passed, then by the mean of their per-posterior ranks (equal: a shared
-rank), with the number of posteriors on which each ranks first.
+rank), with the number of posteriors on which each ranks first, all counted on the posteriors
+every configuration ran on (a configuration run on more posteriors, or baselines covering
+fewer, would otherwise win by coverage); a note says what each did beyond them.
 
 **Baselines** (:mod:`ckam_bench.report.baselines`, on ``results.baselines``): stored suite runs
 of the peers join both tables on the posteriors the results hold, labelled "(baseline)", never
@@ -317,6 +319,30 @@ def _baseline_notes(groups, rank_by, marked) -> list[str]:
     return notes + list(dict.fromkeys(d.text for g in groups for d in marked.get(g.key, ())))
 
 
+def _compared_posteriors(ranks: dict) -> tuple[set, dict]:
+    """The posteriors every configuration ran on, and, per configuration, those the suite table
+    counts it on: the common ones, or, when no posterior is common to all, those it ran on."""
+    common = set.intersection(*(set(per) for per in ranks.values()))
+    return common, {k: (common or set(per)) for k, per in ranks.items()}
+
+
+def _coverage_note(ranks: dict, passed: dict, common: set, labels: dict) -> str:
+    """What the suite table compares on, and what each configuration did beyond it."""
+    everywhere = set.union(*(set(per) for per in ranks.values()))
+    if common == everywhere:
+        return f"every configuration ran on the same {len(common)} posteriors"
+    if not common:
+        return ("no posterior is common to every configuration: each is counted on whichever "
+                "posteriors it ran on, which favours those run on more")
+    beyond = []
+    for k, per in ranks.items():
+        more = set(per) - common
+        if more:
+            beyond.append(f"{labels[k]} on {len(more)} more (passed {sum(passed[k][n] for n in more)})")
+    return (f"compared on the {len(common)} posteriors every configuration ran on, of "
+            f"{len(everywhere)} in these results; beyond them: " + "; ".join(beyond))
+
+
 def tables(results: Results, settings=None) -> list[Table]:
     """One ranking table per suite posterior and one over the suite (none without suite runs).
     With baselines on ``results.baselines`` (:func:`ckam_bench.report.baselines.attach`), their
@@ -347,7 +373,7 @@ def tables(results: Results, settings=None) -> list[Table]:
         return labels[config_key(group)] + mark
 
     marked = list(configs.values())
-    out, ranks, passed, wins = [], {}, {}, {}
+    out, ranks, passed = [], {}, {}
     for name in sorted(per_posterior):
         groups = per_posterior[name]
         missing = reference_missing(name)
@@ -378,9 +404,8 @@ def tables(results: Results, settings=None) -> list[Table]:
             body.append([str(rank), label, str(len(group.runs)), grads[0], dens[0], secs[0], b2[0],
                          verdict_text, decided])
             keys.append([rank, None, len(group.runs), grads[1], dens[1], secs[1], b2[1], None, None])
-            ranks.setdefault(key, []).append(rank)
-            passed[key] = passed.get(key, 0) + verdict_text.startswith("pass")
-            wins[key] = wins.get(key, 0) + (rank == 1)
+            ranks.setdefault(key, {})[name] = rank
+            passed.setdefault(key, {})[name] = verdict_text.startswith("pass")
         primary = ranking.HEADERS.get(order.primary, "n/a")
         notes = [f"ranked by the per-target ranking's rule (ranking_<target>): a configuration "
                  f"flagged by the runner or by the report's checks (failing the posterior's "
@@ -414,11 +439,15 @@ def tables(results: Results, settings=None) -> list[Table]:
                           "b²", "vs reference", "decided by"],
             rows=body, sort_keys=keys, notes=notes + marked_note(marked)))
     if ranks:
-        order, suite_ranks = rank_order(list(ranks), lambda k: (-passed[k], float(np.mean(ranks[k]))),
+        common, compared = _compared_posteriors(ranks)
+        summary = {k: (sum(passed[k][n] for n in compared[k]),
+                       float(np.mean([ranks[k][n] for n in compared[k]])),
+                       sum(ranks[k][n] == 1 for n in compared[k])) for k in ranks}
+        order, suite_ranks = rank_order(list(ranks), lambda k: (-summary[k][0], summary[k][1]),
                                         name=lambda k: labels[k])
         marks = {k: " ".join(filter(None, (MISMATCH_MARK if k in marked_configs else "",
                                            ranking.validity_mark(configs[k])))) for k in ranks}
-        suite_notes = []
+        suite_notes = [_coverage_note(ranks, passed, common, labels)]
         if attached is not None:
             suite_notes += [attached.note] if attached.note else []
             if extra:
@@ -431,14 +460,15 @@ def tables(results: Results, settings=None) -> list[Table]:
             header=["rank", "sampler", "posteriors passed", "mean rank", "posteriors run",
                     "ranked first"],
             latex_header=["rank", "sampler", "passed", "mean rank", "run", "first"],
-            rows=[[str(r), f"{labels[k]} {marks[k]}".rstrip(), str(passed[k]),
-                   f"{np.mean(ranks[k]):.2f}", str(len(ranks[k])), str(wins[k])]
+            rows=[[str(r), f"{labels[k]} {marks[k]}".rstrip(), str(summary[k][0]),
+                   f"{summary[k][1]:.2f}", str(len(ranks[k])), str(summary[k][2])]
                   for r, k in zip(suite_ranks, order)],
-            notes=["one row per sampler configuration (its settings without the target's), "
-                   "whichever posteriors it ran on; ranked by posteriors passed, then by the mean "
-                   "of its per-posterior ranks (each the per-target ranking's rank, so 'ranked "
-                   "first' counts the posteriors on which it is the per-target winner); equal "
-                   "values share a rank"] + suite_notes + marked_note(marked)))
+            notes=["one row per sampler configuration (its settings without the target's); "
+                   "ranked by posteriors passed, then by the mean of its per-posterior ranks "
+                   "(each the per-target ranking's rank, so 'ranked first' counts the posteriors "
+                   "on which it is the per-target winner), all three counted on the posteriors "
+                   "every configuration ran on ('posteriors run' counts all); equal values share "
+                   "a rank"] + suite_notes + marked_note(marked)))
     return out
 
 
