@@ -66,8 +66,10 @@ def test_multirun_flag_after_overrides_sweeps(tmp_path):
 
 def test_single_run_writes_its_folder(tmp_path):
     out = tmp_path / "run"
+    # a short burn-in: KAM's default 10 000 iterations (~0.3 CPU-s) may not end within 0.5 s of
+    # wall clock on a loaded machine, and a run that collected nothing is "empty"
     proc = ckam_bench("sampler=kam", "kernel=gaussian", "target=gmm2d", "budget.seconds=0.5",
-                      "seed=3", f"hydra.run.dir={out}", cwd=tmp_path)
+                      "sampler.burnin=1000", "seed=3", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     status = json.loads((out / store.STATUS).read_text())
     assert status["state"] == "complete" and status["seed"] == 3

@@ -292,3 +292,44 @@ def test_suite_ranks_failing_runs_below_passing_ones_and_marks_non_diminishing(t
         "fast", "paper †", "slow", "early_but_wrong"]
     assert per_posterior.rows[-1][7] == "fail (1/1 seeds)"
     assert any("non-diminishing" in note for note in per_posterior.notes + overall.notes)
+
+
+def test_the_posterior_table_summarises_only_the_rows_it_shows(tmp_path, monkeypatch):
+    """A block of more coordinates than MAX_ROWS: its rows are the first MAX_ROWS of arviz-stats'
+    summary of every coordinate, computed on those alone; the note counts them all."""
+    import arviz_stats as azs
+
+    from ckam_bench.interop import to_datatree
+    from ckam_bench.report import posterior
+    from tests.test_report import make_run
+
+    monkeypatch.setattr(posterior, "MAX_ROWS", 10)
+    for seed in (0, 1):
+        make_run(tmp_path, "gmm32", "rw", seed=seed)
+    results = agg.load_results(tmp_path)
+    table = posterior.posterior_table(results, "gmm32")
+    assert len(table.rows) == 10
+    assert any("the first 10 of 32 variables shown" in note for note in table.notes)
+    full = azs.summary(to_datatree(results.groups("gmm32")[0].runs, stats=False), var_names=["x"],
+                       ci_prob=0.9, ci_kind="eti", round_to="none")
+    for row, (_, s) in zip(table.rows, full.iloc[:10].iterrows()):
+        assert row[2:9] == [posterior._number(s["mean"]), posterior._number(s["sd"]),
+                            posterior._number(s["eti90_lb"]), posterior._number(s["eti90_ub"]),
+                            posterior._number(round(s["ess_bulk"])),
+                            posterior._number(round(s["ess_tail"])), f"{s['r_hat']:.3f}"]
+
+
+def test_leading_elements_keep_a_prefix_in_c_order():
+    import xarray as xr
+
+    from ckam_bench.report.posterior import leading_elements
+
+    post = xr.Dataset({"a": (("chain", "draw", "a_dim_0"), np.zeros((2, 5, 3))),
+                       "L": (("chain", "draw", "L_dim_0", "L_dim_1"), np.zeros((2, 5, 4, 3))),
+                       "b": (("chain", "draw"), np.zeros((2, 5)))})
+    cut, kept = leading_elements(post, ["a", "L", "b"], 8)  # a's 3, then 5 of L: 2 rows of 3
+    assert kept == ["a", "L"] and (cut["a"].sizes["a_dim_0"], cut["L"].sizes["L_dim_0"]) == (3, 2)
+    cut, kept = leading_elements(post, ["a", "L", "b"], 16)
+    assert kept == ["a", "L", "b"] and cut["L"].sizes["L_dim_0"] == 4
+    cut, kept = leading_elements(post, ["a", "L", "b"], 2)
+    assert kept == ["a"] and cut["a"].sizes["a_dim_0"] == 2

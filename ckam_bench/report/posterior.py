@@ -148,25 +148,52 @@ def seeds_with_draws(group: Group) -> tuple[list, list[int]]:
     return runs, sorted(r.seed for r in missing)
 
 
-def group_summary(group: Group):
+def leading_elements(post, names: list[str], rows: int):
+    """``post`` (a posterior Dataset) cut to the first ``rows`` elements of ``names`` in order
+    (variables in turn, each in C order), and the names it keeps. A variable cut inside keeps
+    whole slices along its first dimension, so what is kept is a prefix of the whole that may
+    run past ``rows``: the table shows ``rows`` of it. (The summary of a 389-coordinate
+    posterior computed on the 40 rows shown, not on all 389.)"""
+    kept, left, cut = [], rows, {}
+    for name in names:
+        if left <= 0:
+            break
+        var = post[name]
+        dims = [d for d in var.dims if d not in ("chain", "draw")]
+        size = int(np.prod([var.sizes[d] for d in dims]))
+        if size > left:
+            cut[dims[0]] = -(-left // (size // var.sizes[dims[0]]))
+        kept.append(name)
+        left -= size
+    return post[kept].isel({d: slice(0, k) for d, k in cut.items()}), kept
+
+
+def group_summary(group: Group, rows: int | None = None):
     """arviz-stats' summary of the group's model variables (or x), the seeds that stored draws
-    as chains (:func:`seeds_with_draws`); None when no seed stored any."""
+    as chains (:func:`seeds_with_draws`), and the number of elements in all; (None, 0) when no
+    seed stored any. ``rows``: the summary of the first ``rows`` elements only
+    (:func:`leading_elements`)."""
     import arviz_stats as azs
 
     from ckam_bench.interop import named_variables, to_datatree
 
     runs, _ = seeds_with_draws(group)
     if not runs:
-        return None
+        return None, 0
     dt = to_datatree(runs, stats=False)
     names = list(dt.posterior.attrs.get("model_variables") or []) or ["x"]
-    summary = azs.summary(dt, var_names=names, ci_prob=0.9, ci_kind="eti", round_to="none")
+    post = dt.posterior.to_dataset()
+    total = sum(int(np.prod([post[n].sizes[d] for d in post[n].dims if d not in ("chain", "draw")]))
+                for n in names)
+    if rows is not None:
+        post, names = leading_elements(post, names, rows)
+    summary = azs.summary(post, var_names=names, ci_prob=0.9, ci_kind="eti", round_to="none")
     if names != ["x"]:  # the stored names ("L[0,1]"), in arviz's order (variables, C order)
         stored = named_variables(runs[0].samples().head(1))
         labels = [c for name in names for c in stored[name][1]]
-        if len(labels) == len(summary):
-            summary.index = labels
-    return summary
+        if len(labels) >= len(summary):  # the summary's elements are a prefix of them
+            summary.index = labels[:len(summary)]
+    return summary, total
 
 
 def posterior_table(results: Results, target: str, rank_by: str | None = None) -> Table | None:
@@ -185,7 +212,7 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
                          + (f": the block is over seed(s) {kept}" if used else
                             ": no block"))
         try:
-            summary = group_summary(group)
+            summary, total = group_summary(group, MAX_ROWS)
         except Exception as exc:  # seeds whose stored samples do not line up
             notes.append(f"{group.label}: no summary ({type(exc).__name__}: {exc})")
             continue
@@ -197,11 +224,10 @@ def posterior_table(results: Results, target: str, rank_by: str | None = None) -
         elif (missing := _missing(group)) and missing not in notes:
             notes.append(missing)
         one_seed = len(used) < 2
-        names = list(summary.index)
+        names = list(summary.index)[:MAX_ROWS]
         named = named or not all(n.startswith("x[") for n in names)
-        if len(names) > MAX_ROWS:
-            notes.append(f"{group.label}: the first {MAX_ROWS} of {len(names)} variables shown")
-            names = names[:MAX_ROWS]
+        if total > MAX_ROWS:
+            notes.append(f"{group.label}: the first {MAX_ROWS} of {total} variables shown")
         for var in names:
             s = summary.loc[var]
             ref = reference.get(var)
