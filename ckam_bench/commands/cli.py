@@ -560,6 +560,7 @@ def main() -> None:
         print(f"ckam-bench: invalid configuration: {mistake}", file=sys.stderr)
         sys.exit(2)
     sweeps.compose_each_shape_once()
+    sweeps.reuse_compositions()
     try:
         _app()
     except SystemExit as exc:

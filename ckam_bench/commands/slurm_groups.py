@@ -88,6 +88,9 @@ class RunGroup:
 
     def __call__(self, runs: Sequence[tuple[list[str], int]],
                  singleton_state: dict) -> list[JobReturn]:
+        from ckam_bench.commands.sweeps import reuse_compositions
+
+        reuse_compositions()  # a group's runs of one shape compose once
         results = []
         for overrides, idx in runs:
             try:  # a run's own failure never stops the others (run_job catches most itself)

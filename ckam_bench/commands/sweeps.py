@@ -63,8 +63,10 @@ def watch_parent(parent: int, poll: float = POLL, grace: float = GRACE) -> threa
 
 
 def _worker_start(sweep_pid: int) -> None:
-    """loky's initializer of each worker of a joblib sweep: watch the sweep's process."""
+    """loky's initializer of each worker of a joblib sweep: watch the sweep's process; reuse
+    a job shape's composition (:func:`reuse_compositions`)."""
     watch_parent(sweep_pid)
+    reuse_compositions()
 
 
 class ParentWatch(Callback):
@@ -137,6 +139,70 @@ def compose_each_shape_once() -> None:
         return full(self, list(firsts.values()))
 
     Sweeper.validate_batch_is_legal = once_per_shape
+
+
+_COMPOSED: dict = {}  # this process's composed configs, one per job shape (reuse_compositions)
+
+
+def _reusable(parsed, group_exists) -> bool:
+    """A job override whose value can be set on another job's composed config: a plain
+    ``key=value`` of the task config (no ``+``/``++``/``~``, not Hydra's, not a config group)
+    with a scalar value (a dict would be merged into the other job's, not set)."""
+    value = parsed.value()
+    return (parsed.type.name == "CHANGE" and not parsed.is_hydra_override()
+            and not group_exists(parsed.key_or_group)
+            and parsed.value_type is not None and parsed.value_type.name == "ELEMENT"
+            and not isinstance(value, (dict, list)))
+
+
+def reuse_compositions() -> None:
+    """Each job of a sweep composes its config from the YAML files again (Hydra's
+    ``ConfigLoaderImpl.load_sweep_config``: ~0.1–0.2 CPU-s, the largest part of a warm job's
+    fixed cost). Jobs of one shape (:func:`_job_shape`) differ only in the values of keys they
+    set, so after the first of a shape this process composes a job as the first job's composed
+    config with the overrides that differ set on a copy, the task overrides and
+    ``hydra.job.override_dirname`` renewed — Hydra's own steps, in its order. A job with an
+    override that cannot be set that way (:func:`_reusable`) is composed in full. Installed in
+    the sweep's process (the basic launcher's jobs) and in each joblib worker (loky's
+    initializer); ``tests/test_sweeps.py`` checks the configs are those of a full composition."""
+    import copy
+
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import open_dict
+
+    full = ConfigLoaderImpl.load_sweep_config
+    if getattr(full, "__wrapped__", None) is not None:
+        return
+
+    @functools.wraps(full)
+    def load_sweep_config(self, master_config, sweep_overrides):
+        hydra_overrides = tuple(OmegaConf.to_container(master_config.hydra.overrides.hydra))
+        key = (str(master_config.hydra.job.config_name), hydra_overrides,
+               _job_shape(sweep_overrides, self.repository.group_exists))
+        first = _COMPOSED.get(key)
+        parsed = OverridesParser.create().parse_overrides(list(sweep_overrides))
+        if first is None or len(first[0]) != len(parsed):
+            cfg = full(self, master_config, sweep_overrides)
+            _COMPOSED[key] = (list(sweep_overrides), copy.deepcopy(cfg))
+            return cfg
+        texts, composed = first
+        changed = [o for o, text in zip(parsed, texts) if o.input_line != text]
+        if not all(_reusable(o, self.repository.group_exists) for o in changed):
+            return full(self, master_config, sweep_overrides)
+        cfg = copy.deepcopy(composed)
+        ConfigLoaderImpl._apply_overrides_to_config(changed, cfg)
+        task = [o for o in parsed if not o.is_hydra_override()]
+        with open_dict(cfg.hydra):
+            cfg.hydra.overrides.task = [o.input_line for o in task]
+            dirname = cfg.hydra.job.config.override_dirname
+            cfg.hydra.job.override_dirname = get_overrides_dirname(
+                overrides=task, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep,
+                exclude_keys=dirname.exclude_keys)
+        OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
+        return cfg
+
+    ConfigLoaderImpl.load_sweep_config = load_sweep_config
 
 
 def program() -> str:
