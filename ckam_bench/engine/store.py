@@ -327,3 +327,18 @@ def identity_problem(folder, status: dict, config) -> str | None:
     if isinstance(config, dict) and "seed" in config and config["seed"] != status.get("seed"):
         return f"status.json seed {status.get('seed')!r} is not the config's {config['seed']!r}"
     return None
+
+
+def x_columns(names) -> list[str]:
+    """The unconstrained coordinates ``x0 … x{d-1}`` among a samples table's column names, in
+    order."""
+    return sorted((c for c in names if c.startswith("x") and c[1:].isdigit()), key=lambda c: int(c[1:]))
+
+
+def unconstrained_columns(path) -> list[str]:
+    """``index`` and ``x0 … x{d-1}`` of a ``samples.parquet``, from its schema (a PyMC run
+    stores its named variables too: reading these only reads half)."""
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(path).names
+    return ["index"] * ("index" in names) + x_columns(names)

@@ -94,14 +94,27 @@ def _split_bulk_ess(x: np.ndarray) -> np.ndarray:
     """Steps 1–5 of the module docstring for NaN-free columns of ``x`` (n ≥ 4, d), as arviz."""
     n, d = x.shape
     h = n // 2
-    total = 2 * h
     # (d, 2, h), draws last and contiguous: the same reductions as arviz's (2, h) per column.
     split = np.stack((x[:h].T, x[n - h :].T), axis=1)
-    # Average ranks are the half-integers 1, 1.5, …, N: look their normal scores up in a table
-    # of 2N − 1 values instead of calling ndtri on all d·N draws.
+    return _chains_ess(_z_scores(split.reshape(d, 2 * h)).reshape(d, 2, h))
+
+
+def _z_scores(a: np.ndarray) -> np.ndarray:
+    """Step 2 for each row of ``a`` (d, N): the normal scores of the average ranks.
+
+    Average ranks are the half-integers 1, 1.5, …, N: their scores are looked up in a table of
+    2N − 1 values instead of calling ndtri on all d·N draws."""
+    total = a.shape[1]
     half_ranks = np.arange(2 * total - 1) / 2 + 1
     scores = ndtri((half_ranks - BLOM_OFFSET) / (total - 2 * BLOM_OFFSET + 1))
-    z = scores[_doubled_ranks(split.reshape(d, total))].reshape(d, 2, h)
+    return scores[_doubled_ranks(a)]
+
+
+def _chains_ess(z: np.ndarray) -> np.ndarray:
+    """Steps 3–5 for the m ≥ 2 chains of h draws of each coordinate, ``z`` (d, m, h): the ESS
+    of the m·h draws (arviz-stats' ``_ess``; all draws equal: m·h)."""
+    d, _, h = z.shape
+    total = z.shape[1] * h
     flat = np.max(z, axis=(1, 2)) - np.min(z, axis=(1, 2)) < np.finfo(float).resolution
 
     m = next_fast_len(2 * h)  # scipy.fftpack's 5-smooth length, as arviz pads
@@ -123,7 +136,7 @@ def _split_bulk_ess(x: np.ndarray) -> np.ndarray:
     pairs[:, 1:] += rho[:, 3 : 2 * k_max + 2 : 2]
 
     stops = ~(pairs[:, :k_max] > 0.0)  # NaN stops the sequence, as in arviz's while loop
-    cut = np.where(stops.any(axis=1), np.argmax(stops, axis=1), k_max)
+    cut = np.where(stops.any(axis=1), np.argmax(stops, axis=1), k_max) if k_max else np.zeros(d, int)
     monotone = np.minimum.accumulate(pairs[:, :k_max], axis=1)
     head = np.sum(np.where(np.arange(k_max) < cut[:, None], monotone, 0.0), axis=1)
     rows = np.arange(d)
@@ -132,6 +145,62 @@ def _split_bulk_ess(x: np.ndarray) -> np.ndarray:
 
     tau = np.maximum(-1.0 + 2.0 * head + tail, 1.0 / np.log10(total))
     return np.where(flat, float(total), total / tau)
+
+
+def _split_chains(x: np.ndarray) -> np.ndarray:
+    """(m, n, d) chains → (d, 2m, h): each chain's first and last h = ⌊n/2⌋ draws as two."""
+    h = x.shape[1] // 2
+    return np.concatenate((x[:, :h], x[:, x.shape[1] - h :]), axis=0).transpose(2, 0, 1)
+
+
+def _usable(x) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (m, n, d) as floats and its coordinates without NaN (arviz-stats: NaN for those)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"chains must be an (m, n, d) array, got shape {x.shape}")
+    return x, ~np.isnan(x).any(axis=(0, 1))
+
+
+def rank_rhat(x) -> np.ndarray:
+    """Rank-normalised split R-hat of each coordinate of the chains ``x`` (m, n, d) → (d,):
+    the larger of the bulk (normal scores of the ranks of the 2m split chains) and the tail
+    R-hat (the same of the draws folded about their median), Vehtari et al. (2021), with
+    arviz-stats' conventions (``rhat(method="rank")``; the tests hold it equal to arviz-stats).
+    NaN with fewer than 2 chains or 4 draws, for a coordinate with NaN, and for one whose
+    split chains are all constant."""
+    x, ok = _usable(x)
+    out = np.full(x.shape[2], math.nan)
+    if x.shape[0] < 2 or x.shape[1] < 4 or not ok.any():
+        return out
+    split = _split_chains(x[..., ok])  # (d, 2m, h)
+    d, chains, h = split.shape
+    folded = np.abs(split - np.median(split.reshape(d, -1), axis=1)[:, None, None])
+
+    def rhat(z):  # the split R-hat of (d, chains, h) scores
+        between = h * np.var(z.mean(axis=2), axis=1, ddof=1)
+        within = np.mean(np.var(z, axis=2, ddof=1), axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.sqrt((between / within + h - 1) / h)
+
+    bulk = rhat(_z_scores(split.reshape(d, -1)).reshape(d, chains, h))
+    tail = rhat(_z_scores(folded.reshape(d, -1)).reshape(d, chains, h))
+    out[ok] = np.where(np.isnan(bulk) | np.isnan(tail), math.nan, np.maximum(bulk, tail))
+    return out
+
+
+def mcse_mean(x) -> np.ndarray:
+    """Monte Carlo standard error of each coordinate's mean from the chains ``x`` (m, n, d) →
+    (d,): the sd of all draws over √ESS, the ESS of the 2m split chains' draws themselves
+    (not their ranks), as arviz-stats' ``mcse(method="mean")``. NaN with fewer than 4 draws
+    and for a coordinate with NaN."""
+    x, ok = _usable(x)
+    out = np.full(x.shape[2], math.nan)
+    if x.shape[1] < 4 or not ok.any():
+        return out
+    kept = x[..., ok]
+    sd = np.std(kept.reshape(-1, kept.shape[2]), axis=0, ddof=1)
+    out[ok] = sd / np.sqrt(_chains_ess(_split_chains(kept)))
+    return out
 
 
 def _doubled_ranks(a: np.ndarray) -> np.ndarray:

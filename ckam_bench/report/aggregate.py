@@ -204,20 +204,20 @@ class StoredRun:
         text = json.dumps(self.settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
-    def samples(self) -> pd.DataFrame | None:
-        """The thinned collected states (``index, x0 … x{d-1}``), or None."""
+    def samples(self, unconstrained: bool = False) -> pd.DataFrame | None:
+        """The thinned collected states (``index, x0 … x{d-1}``, and a model's named variables
+        unless ``unconstrained``), or None."""
         if not self.has_samples:
             return None
-        return pd.read_parquet(self.path / store.SAMPLES)
+        path = self.path / store.SAMPLES  # (a PyMC run's x columns are half its file)
+        return pd.read_parquet(path, columns=store.unconstrained_columns(path) if unconstrained else None)
 
     def sample_array(self) -> np.ndarray | None:
         """The stored states as an (n, d) array (columns x0 … x{d-1}), or None when none."""
-        frame = self.samples()
+        frame = self.samples(unconstrained=True)
         if frame is None or frame.empty:
             return None
-        cols = sorted((c for c in frame.columns if c.startswith("x") and c[1:].isdigit()),
-                      key=lambda c: int(c[1:]))
-        return frame[cols].to_numpy(float)
+        return frame[store.x_columns(frame.columns)].to_numpy(float)
 
     def diagnostics(self) -> pd.DataFrame | None:
         """Per-iteration diagnostics (``iteration, phase, …, step_size, noise``), or None."""

@@ -63,6 +63,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ckam_bench.engine import store
 from ckam_bench.report.aggregate import FLAG_MARK, Results, StoredRun, _tag, differing_keys
 from ckam_bench.report import ranking
 from ckam_bench.report.ranking import cost_to_accuracy, rank_order
@@ -172,8 +173,7 @@ def kept_draws(run: StoredRun, samples) -> np.ndarray:
     (module docstring): those whose collected index is ≥ m = discarded_count(discard, n)."""
     from ckam_bench.metrics.moments import discarded_count
 
-    cols = sorted((c for c in samples.columns if c.startswith("x") and c[1:].isdigit()),
-                  key=lambda c: int(c[1:]))
+    cols = store.x_columns(samples.columns)
     x = samples[cols].to_numpy(float)
     index = samples["index"].to_numpy(np.int64) if "index" in samples else np.arange(len(x))
     trace = run.trace
@@ -188,11 +188,20 @@ def run_passes(run: StoredRun, name: str) -> bool | None:
     (its draws are not shipped)."""
     if run.status.get("baseline"):
         return run.status.get("passes")
-    samples = run.samples()
-    if samples is None or samples.empty:
-        return None
+    known = getattr(run, "_passes", {})
+    if name not in known:  # the report asks for each run more than once
+        known[name] = _passes(run, name)
+        run._passes = known
+    return known[name]
+
+
+def _passes(run: StoredRun, name: str) -> bool | None:
+    """:func:`run_passes` computed."""
     moments = _reference_moments(name)
     if moments is None:
+        return None
+    samples = run.samples(unconstrained=True)
+    if samples is None or samples.empty:
         return None
     x = kept_draws(run, samples)
     mean, sd = moments
