@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ckam_bench.caches import Recent
+
 SHIPPED = Path(__file__).resolve().parent / "data" / "references"
 CACHE_ENV = "CKAM_BENCH_CACHE"
 RHAT_MAX = 1.01
@@ -115,10 +117,31 @@ def is_certified(certificate: dict) -> bool:
         return False
 
 
+_READ = Recent()
+"""The references read last in this process, by (path, mtime, size, dim): a sweep's worker runs
+the jobs of one posterior in turn, and the MMD keeps its reference terms for the same sample
+object (:func:`ckam_bench.metrics.mmd._reference_terms`)."""
+
+
 def read_reference(path, dim: int | None = None) -> Reference:
     """Read a reference file; ValueError when it is malformed or not certified
-    (:func:`is_certified`: a provisional certificate, with looser thresholds, is not)."""
+    (:func:`is_certified`: a provisional certificate, with looser thresholds, is not). A file
+    read before in this process, unchanged (same modification time and size), is not read again."""
     path = Path(path)
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, dim)
+    except OSError:
+        key = None
+    if key is not None and key in _READ:
+        return _READ[key]
+    reference = _read(path, dim)
+    if key is not None:
+        _READ[key] = reference
+    return reference
+
+
+def _read(path: Path, dim: int | None) -> Reference:
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in _ARRAYS}

@@ -10,6 +10,7 @@ best effort: a missing tool or file gives ``None``, never an error.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -51,11 +52,24 @@ def package_versions(names) -> dict[str, str | None]:
 
 
 def versions() -> dict:
+    """Python's and the packages' versions (:data:`PACKAGES`), read once per process: a
+    worker of a sweep runs hundreds of jobs with the same code."""
+    return dict(_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> dict:
     return {"python": platform.python_version(), **package_versions(PACKAGES)}
 
 
 def source() -> dict:
-    """The git commit of the ckam-bench source and a dirty flag, when it is a checkout."""
+    """The git commit of the ckam-bench source and a dirty flag, when it is a checkout; asked
+    of git once per process (the code a process runs is the code it imported)."""
+    return dict(_source())
+
+
+@functools.lru_cache(maxsize=1)
+def _source() -> dict:
     here = Path(__file__).resolve().parent
 
     def git(*args):

@@ -137,11 +137,12 @@ def release_compiled() -> None:
     import gc
     import sys
 
+    clear = getattr(sys.modules.get("jax"), "clear_caches", None)
+    if not callable(clear):  # JAX not loaded (or blocked): no full collection either
+        return
     gc.collect()  # the finished runs' targets, and with them their entries in _COMPILED
-    clear = getattr(sys.modules.get("jax"), "clear_caches", None)  # None: JAX not loaded (or blocked)
-    if callable(clear):
-        clear()
-        gc.collect()
+    clear()
+    gc.collect()
 
 
 def _check_depth(max_depth) -> int:
