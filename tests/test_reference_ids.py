@@ -45,7 +45,7 @@ def test_the_shipped_set_is_listed():
         "pymc_bugs_seeds_stanified", "pymc_bugs_surgical", "pymc_mcycle_accel_gp",
         "pymc_mixtures_low_dim_gauss_mix_collapse",
         "pymc_mixtures_normal_mixture", "pymc_models_dogs", "pymc_models_dogs_hierarchical",
-        "pymc_models_glmm1", "pymc_models_m0", "pymc_models_nes_logit", "pymc_models_prophet",
+        "pymc_models_glmm1", "pymc_models_irt_2pl", "pymc_models_m0", "pymc_models_nes_logit", "pymc_models_prophet",
         "pymc_models_radon_all_county_intercept", "pymc_models_radon_all_pooled", "pymc_models_radon_county",
         "pymc_models_radon_county_intercept", "pymc_models_radon_mn_pooled",
         "pymc_models_radon_variable_intercept_slope_noncentered",

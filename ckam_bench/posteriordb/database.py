@@ -43,10 +43,6 @@ HAS_REFERENCE, NOT_CERTIFIED, NO_REFERENCE = (
 """The kinds of ``not yet`` (:attr:`Status.kind`)."""
 
 WHY_NOT_CERTIFIED: dict[str, str] = {
-    "irt_2pl-irt_2pl": "certification diverged in the centred model at every target accept tried; "
-                       "its non-centred twin has no divergence at 0.99, but log sigma_a's tail ESS "
-                       "stays below 10 000 (and with nutpie's low-rank metric at 0.99, 10 x 10 000 draws, "
-                       "a bulk ESS of 8162)",
     "election88-election88_full": "not built: route 1's 10 chains need more than 45 CPU minutes",
 }
 """Why a registered posterior has no certified reference, as docs/posteriordb.md tells it
