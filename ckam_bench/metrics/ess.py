@@ -137,8 +137,9 @@ def _chains_ess(z: np.ndarray) -> np.ndarray:
 
     stops = ~(pairs[:, :k_max] > 0.0)  # NaN stops the sequence, as in arviz's while loop
     cut = np.where(stops.any(axis=1), np.argmax(stops, axis=1), k_max) if k_max else np.zeros(d, int)
-    monotone = np.minimum.accumulate(pairs[:, :k_max], axis=1)
-    head = np.sum(np.where(np.arange(k_max) < cut[:, None], monotone, 0.0), axis=1)
+    used = int(cut.max()) if d else 0  # pair sums past every row's cut are not summed
+    monotone = np.minimum.accumulate(pairs[:, :used], axis=1)
+    head = np.sum(np.where(np.arange(used) < cut[:, None], monotone, 0.0), axis=1)
     rows = np.arange(d)
     last_even, last_pair = even[rows, cut], pairs[rows, cut]
     tail = np.where((last_even > 0.0) | (last_pair >= 0.0), last_even, 0.0)
@@ -215,12 +216,15 @@ def _doubled_ranks(a: np.ndarray) -> np.ndarray:
     ordered = np.take_along_axis(a, order, axis=1)
     tie = ordered[:, 1:] == ordered[:, :-1]  # sorted position j + 1 ties with position j
     pos = np.arange(N)
-    starts = np.where(np.pad(tie, ((0, 0), (1, 0))), 0, pos)  # position at a group's start
-    ends = np.where(np.pad(tie, ((0, 0), (0, 1))), N, pos)  # position at a group's end
-    first = np.maximum.accumulate(starts, axis=1)
-    last = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
+    sums = np.broadcast_to(2 * pos, (d, N)).copy()  # no tie: first = last = the position
+    tied = np.flatnonzero(tie.any(axis=1))  # only rows with ties need the groups' ends
+    if tied.size:
+        starts = np.where(np.pad(tie[tied], ((0, 0), (1, 0))), 0, pos)  # a group's start
+        ends = np.where(np.pad(tie[tied], ((0, 0), (0, 1))), N, pos)  # a group's end
+        sums[tied] = (np.maximum.accumulate(starts, axis=1)
+                      + np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1])
     doubled = np.empty((d, N), dtype=np.intp)
-    np.put_along_axis(doubled, order, first + last, axis=1)
+    np.put_along_axis(doubled, order, sums, axis=1)
     return doubled
 
 
