@@ -335,6 +335,9 @@ MODELS: dict[str, tuple] = {
     "radon_mn-radon_variable_intercept_slope_noncentered": (
         radon_variable_intercept_slope_noncentered, "radon_mn",
         ("sigma_y", "sigma_alpha", "sigma_beta", "alpha_raw", "beta_raw", "mu_alpha", "mu_beta")),
+    "radon_all-radon_variable_intercept_slope_noncentered": (
+        radon_variable_intercept_slope_noncentered, "radon_all",
+        ("sigma_y", "sigma_alpha", "sigma_beta", "alpha_raw", "beta_raw", "mu_alpha", "mu_beta")),
     "radon_mod-radon_county": (radon_county, "radon_mod", ("a", "mu_a", "sigma_a", "sigma_y")),
     "GLMM_data-GLMM1_model": (glmm1, "GLMM_data", ("alpha", "mu_alpha", "sd_alpha")),
     "rstan_downloads-prophet": (prophet, "rstan_downloads", ("k", "m", "delta", "sigma_obs", "beta")),

@@ -54,7 +54,7 @@ from tests.test_posteriordb_models import _logp_dlogp  # the suite's (logp, dlog
 NAMES = list(HIGHDIM)
 SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
                  "radon_mod-radon_county", "radon_mn-radon_county_intercept", "radon_all-radon_county_intercept",
-                 "rstan_downloads-prophet", "irt_2pl-irt_2pl"]
+                 "rstan_downloads-prophet", "irt_2pl-irt_2pl", "radon_all-radon_variable_intercept_slope_noncentered"]
 """the posteriors whose references are shipped (every test below runs over them)."""
 NO_REFERENCE_YET = {
     "election88-election88_full": "not built: at target accept 0.95 (1000 tuning + 4000 draws) "
@@ -110,8 +110,8 @@ def _uniform_jac(x, hi):
     return np.log(x) + np.log(hi - x) - np.log(hi)
 
 
-def stan_radon_variable_intercept_slope_noncentered(v):
-    d = _data("radon_mn")
+def stan_radon_variable_intercept_slope_noncentered(data_name, v):
+    d = _data(data_name)
     alpha = v["mu_alpha"] + v["sigma_alpha"] * v["alpha_raw"]
     beta = v["mu_beta"] + v["sigma_beta"] * v["beta_raw"]
     target = sum(_halfnormal_jac(v[k], 1.0) for k in ("sigma_y", "sigma_beta", "sigma_alpha"))
@@ -197,7 +197,10 @@ def stan_prophet(v):
 
 
 STAN_NUMPY = {
-    "radon_mn-radon_variable_intercept_slope_noncentered": stan_radon_variable_intercept_slope_noncentered,
+    "radon_mn-radon_variable_intercept_slope_noncentered": functools.partial(
+        stan_radon_variable_intercept_slope_noncentered, "radon_mn"),
+    "radon_all-radon_variable_intercept_slope_noncentered": functools.partial(
+        stan_radon_variable_intercept_slope_noncentered, "radon_all"),
     "irt_2pl-irt_2pl": stan_irt_2pl,
     "GLMM_data-GLMM1_model": stan_glmm1,
     "radon_mod-radon_county": stan_radon_county,
@@ -390,10 +393,8 @@ def test_identities_detect_a_wrong_model(name, tilt):
     by more than a constant)."""
     import pymc as pm
 
-    from ckam_bench.posteriordb import models
-
     _, reference, _, _ = _case(name)
-    model = getattr(models, HIGHDIM[name].function)()
+    model = HIGHDIM[name].build()
     with model:
         pm.Potential("slip", tilt(model))
     keep = np.concatenate([np.flatnonzero(reference.chain == c)[:FAST_DRAWS // 10] for c in np.unique(reference.chain)])
@@ -406,15 +407,15 @@ def test_identities_detect_a_wrong_model(name, tilt):
 
 
 def test_every_posterior_has_a_model_data_and_a_numpy_density():
-    """Nothing drops out silently: the registry is these eight, each with its model function,
+    """Nothing drops out silently: the registry is these nine, each with its model function,
     data file, dimension and independent density."""
-    from ckam_bench.posteriordb import CHARACTERS, DATA_DIR, models
+    from ckam_bench.posteriordb import CHARACTERS, DATA_DIR
 
     assert sorted(HIGHDIM) == sorted(STAN_NUMPY) == sorted([*SHIPPED_NAMES, *NO_REFERENCE_YET])
     assert sorted(_shipped(NAMES)) == sorted(SHIPPED_NAMES)  # a reference per listed name, no other
-    assert len(HIGHDIM) == 8 and all(50 <= p.dim <= 500 for p in HIGHDIM.values())
+    assert len(HIGHDIM) == 9 and all(50 <= p.dim <= 800 for p in HIGHDIM.values())
     for name, p in HIGHDIM.items():
-        assert p.character in CHARACTERS and callable(getattr(models, p.function))
+        assert p.character in CHARACTERS and callable(_resolve(p.model))
         assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
 
 
@@ -423,9 +424,7 @@ def test_every_posterior_has_a_model_data_and_a_numpy_density():
 def test_equal_to_the_stan_program_without_draws(name):
     """Without reference draws: the numpy density minus the model's constant to 1e-8 and the
     gradient against finite differences, at points start + 0.3 N(0, I)."""
-    from ckam_bench.posteriordb import models
-
-    model = getattr(models, HIGHDIM[name].function)()
+    model = HIGHDIM[name].build()
     batch = _logp_dlogp(model)
     u = 0.3 * np.random.default_rng(5).standard_normal((3, HIGHDIM[name].dim))
     logp, grad = batch(u)

@@ -31,7 +31,7 @@ NO_REFERENCE_YET = {**HIGHDIM_NO_REFERENCE_YET, **hard.NO_REFERENCE_YET}
 """every registered posterior without a shipped reference, each with its reason."""
 
 RADON = "radon_mn-radon_variable_intercept_slope_noncentered"
-NONE = "irt_2pl-irt_2pl"
+NONE = "election88-election88_full"
 """a registered posterior without a certified reference (NO_REFERENCE_YET says why)."""
 
 
@@ -96,10 +96,10 @@ def test_subset_selects_the_high_dimensional_ones_by_name_character_and_dimensio
     assert [p.name for p in select(["radon_variable_intercept_slope_noncentered"])] == [RADON]
     assert registered()[RADON].model in posteriordb_models("all").split(",")
     # without a reference: never by all, a wildcard, a character or a range; by its exact name
-    for terms in (["all"], ["hierarchical"], ["dim:50.."], ["irt*"]):
+    for terms in (["all"], ["hierarchical"], ["dim:50.."], ["election88*"]):
         try:
             assert NONE not in [p.name for p in select(terms)]
-        except SubsetError as exc:  # ["irt*"]: nothing with a reference matches
+        except SubsetError as exc:  # ["election88*"]: nothing with a reference matches
             assert "matches no posterior" in str(exc)
     assert [p.name for p in select([NONE])] == [NONE]
 
@@ -117,7 +117,7 @@ def test_list_shows_each_reference_and_the_posteriors_without_one():
     assert "posteriordb's reference draws" in lines["mesquite-mesquite"]
     missing = {line.split()[0]: line for line in tail.splitlines() if line.startswith("  ")}
     assert sorted(missing) == sorted(NO_REFERENCE_YET)
-    assert "no reference (no certified pymc_models_irt_2pl-" in missing[NONE]
+    assert "no reference (no certified pymc_models_election88_full-" in missing[NONE]
 
 
 def test_the_posteriordb_draw_readers_refuse_a_harness_posterior():

@@ -52,6 +52,7 @@ def test_the_shipped_set_is_listed():
         "pymc_models_rate_1", "pymc_models_rate_2", "pymc_models_rate_3", "pymc_models_rate_4", "pymc_models_rate_5",
         "pymc_models_sesame_one_pred_a", "pymc_models_wells_dist", "pymc_models_wells_dist100",
         "pymc_models_wells_dist100ars", "pymc_models_wells_interaction_c",
+        "pymc_radon_all_slopes_radon_all_variable_intercept_slope_noncentered",
         *(f"pymc_radon_family_radon_{m}" for m in (
             "hierarchical_intercept_centered", "hierarchical_intercept_noncentered", "partially_pooled_centered",
             "partially_pooled_noncentered", "variable_intercept_centered", "variable_intercept_noncentered",

@@ -211,7 +211,7 @@ def test_the_set_is_the_registrys():
     with_ref = [n for n in names if reference_file(n) is not None]
     assert sorted(set(names) - set(with_ref)) == sorted(NO_REFERENCE)
     assert sorted(shipped()["posteriors"]) == sorted(with_ref)
-    assert len(with_ref) == 17 + 8 + len(HARD) - len(NO_REFERENCE)  # LATER's, HIGHDIM's, HARD's, less those without
+    assert len(with_ref) == 17 + 9 + len(HARD) - len(NO_REFERENCE)  # LATER's, HIGHDIM's, HARD's, less those without
 
 
 @pytest.mark.parametrize("name", [n for n in harness_names() if n not in NO_REFERENCE])

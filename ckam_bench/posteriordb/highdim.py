@@ -1,11 +1,13 @@
-"""The posteriordb posteriors of 50-500 dimensions without posteriordb reference draws
-(issue 31 §2): their registry. Models in :mod:`ckam_bench.posteriordb.hierarchical`,
-:mod:`~ckam_bench.posteriordb.unpooled` and :mod:`~ckam_bench.posteriordb.structural` (one module
-per family: a reference's id covers the bytes of its model's module and every array its
-density reads, data and index arrays alike (docs/data.md); re-exported by
-:mod:`ckam_bench.posteriordb.models`, so ``target.model`` is
-``ckam_bench.posteriordb.models:<function>`` as for the suite), data in ``data/`` (built by
-:func:`ckam_bench.posteriordb.build.build_highdim`), references certified with
+"""The posteriordb posteriors of 50-800 dimensions without posteriordb reference draws
+(issue 31 §2, issue 45 §3): their registry. Models in :mod:`ckam_bench.posteriordb.hierarchical`,
+:mod:`~ckam_bench.posteriordb.unpooled`, :mod:`~ckam_bench.posteriordb.structural` and
+:mod:`~ckam_bench.posteriordb.radon_all_slopes` (one module per family: a reference's id covers
+the bytes of its model's module and every array its density reads, data and index arrays alike
+(docs/data.md)). The first three are re-exported by :mod:`ckam_bench.posteriordb.models`, so
+``target.model`` is ``ckam_bench.posteriordb.models:<function>`` as for the suite; the last keeps
+its own path (``Posterior.module``: an edit of models.py would change the identity of every model it
+defines). Data in
+``data/`` (built by :func:`ckam_bench.posteriordb.build.build_highdim`), references certified with
 ``ckam-bench-reference``'s criteria and shipped in ``ckam_bench/data/references/`` (found by
 :func:`ckam_bench.reference_lookup.find_reference` like any shipped reference). This module needs
 no PyMC.
@@ -43,6 +45,11 @@ HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
        "no-pooling Gaussian regression: 85 free county intercepts under a fixed normal(0, 10) "
        "prior and a floor slope (919 homes, 1-116 per county), no hierarchy",
        reference_source=HARNESS),
+    _P("radon_all-radon_variable_intercept_slope_noncentered", "radon_all_variable_intercept_slope_noncentered",
+       "hierarchical", 777,
+       "Gaussian varying intercepts and slopes, non-centred, 386 counties of all states (12573 "
+       "homes, many counties with 1-5): the suite's largest",
+       reference_source=HARNESS, module="ckam_bench.posteriordb.radon_all_slopes"),
     _P("rstan_downloads-prophet", "prophet", "time series", 62,
        "prophet's structural time series: a linear trend with 25 changepoints under a "
        "Laplace(0, 0.05) prior plus 34 seasonal Fourier terms, 1169 days, Gaussian noise",
