@@ -261,11 +261,21 @@ class StreamingESS:
     the stored whole chain within 5 %).
 
     Cost: a block of k draws costs O(L·k·d) at level 0 and half as much at each coarser one
-    (one vectorised product per level), memory O(levels·L·d) with levels ≤ log2 n.
+    (one vectorised product per level), memory O(levels·L·d) with levels ≤ log2 n. Blocks
+    are gathered up to :data:`FEED_ROWS` draws or :data:`FEED_VALUES` values first (a NUTS run
+    hands over a few draws at a time: the per-level calls, not the products, would dominate;
+    5–20 times the cost); every reader feeds them first.
     """
+
+    FEED_ROWS = 1024
+    """Draws gathered before they are fed to the levels …"""
+    FEED_VALUES = 100_000
+    """… or values (draws × dim), whichever comes first."""
 
     def __init__(self, dim: int):
         self.dim = int(dim)
+        self._waiting: list[np.ndarray] = []  # blocks not yet fed
+        self._waiting_rows = 0
         self.shift = None
         self.n = np.zeros(0, dtype=np.int64)  # values seen, per level
         self.sums = np.zeros((0, dim))
@@ -276,10 +286,21 @@ class StreamingESS:
         self.has_pending = np.zeros(0, dtype=bool)
 
     def update(self, samples) -> None:
-        """Feed a block of draws, shape (k, dim)."""
-        x = np.asarray(samples, dtype=float).reshape(-1, self.dim)
+        """Add a block of draws, shape (k, dim)."""
+        x = np.array(samples, dtype=float).reshape(-1, self.dim)  # a copy: the caller may reuse it
         if x.shape[0] == 0:
             return
+        self._waiting.append(x)
+        self._waiting_rows += x.shape[0]
+        if self._waiting_rows >= min(self.FEED_ROWS, self.FEED_VALUES / self.dim):
+            self._flush()
+
+    def _flush(self) -> None:
+        """Feed the gathered draws to the levels."""
+        if not self._waiting:
+            return
+        x = self._waiting[0] if len(self._waiting) == 1 else np.concatenate(self._waiting)
+        self._waiting, self._waiting_rows = [], 0
         if self.shift is None:
             self.shift = x[0].copy()
         y, level = x - self.shift, 0
@@ -349,6 +370,7 @@ class StreamingESS:
     def ess(self) -> np.ndarray:
         """ESS of each coordinate of the chain fed so far, shape (dim,) (NaN before
         :data:`MIN_BATCHES` draws)."""
+        self._flush()
         out = np.full(self.dim, math.nan)
         levels = np.flatnonzero(self.n >= MIN_BATCHES)
         if levels.size == 0:
@@ -371,17 +393,20 @@ class StreamingESS:
 
     def variance(self) -> np.ndarray:
         """Variance (1/n) of each coordinate of the chain fed so far."""
+        self._flush()
         n = float(self.n[0])
         return self.lagged[0, 0] / n - (self.sums[0] / n) ** 2
 
     def state_dict(self) -> dict:
         """Arrays only (resume snapshot)."""
+        self._flush()
         return {"shift": np.zeros(0) if self.shift is None else self.shift, "n": self.n,
                 "sums": self.sums, "lagged": self.lagged, "head": self.head,
                 "tail": self.tail, "pending": self.pending, "has_pending": self.has_pending}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` output."""
+        self._waiting, self._waiting_rows = [], 0
         shift = np.asarray(state["shift"], dtype=float)
         self.shift = shift.copy() if shift.size else None
         self.n = np.asarray(state["n"], dtype=np.int64).copy()

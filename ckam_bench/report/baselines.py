@@ -393,35 +393,48 @@ def load(path) -> tuple[list[BaselineRun], dict]:
     path = Path(path)
     stamp = read_stamp(path)
     frame = pd.read_parquet(path)
-    runs = []
-    for run_id, rows in frame.groupby("run_id", sort=False):
-        first = rows.iloc[0]
-        status = json.loads(first["status"])
-        flags = json.loads(first["flags"])
-        passes = {"pass": True, "fail": False}.get(first["passes"])
-        status.update({"run_id": run_id, "state": first["state"], "target": first["target"],
-                       "sampler": first["sampler"], "seed": int(first["seed"]),
+    # Column work on the whole file at once, then one slice per run (a run's rows contiguous,
+    # in the file's order of runs, by checkpoint): a suite's baselines are thousands of runs.
+    codes, run_ids = pd.factorize(frame["run_id"])
+    frame = frame.assign(_run=codes).sort_values(["_run", "checkpoint"], kind="stable")
+    codes = frame["_run"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    ends = np.r_[starts[1:], len(frame)]
+    firsts = frame.iloc[starts]
+    cols = [c for c in TRACE_COLUMNS if c in frame.columns and c != "sampler_seconds"]
+    traces = frame[cols].reset_index(drop=True)
+    traces["packed_sampler_seconds"] = frame["sampler_seconds"].to_numpy()
+    traces["sampler_seconds"] = np.nan  # machine-dependent: baseline rows rank on counts only
+    runs, per_run = [], {k: [] for k in ("run_id", "target", "sampler", "kernel", "seed",
+                                          "experiment", "state", "path")}
+    for first in firsts.itertuples(index=False):
+        status = json.loads(first.status)
+        flags = json.loads(first.flags)
+        passes = {"pass": True, "fail": False}.get(first.passes)
+        status.update({"run_id": first.run_id, "state": first.state, "target": first.target,
+                       "sampler": first.sampler, "seed": int(first.seed),
                        "flags": list(flags), "flag_notes": flags,
-                       "stopped_early": json.loads(first["stopped_early"]),
-                       "baseline": True, "passes": passes, "posterior": first["posterior"],
-                       "label": first["label"],
-                       "seeds_diagnostics": {"rhat": float(first["seeds_rhat"]),
-                                             "mcse": float(first["seeds_mcse"]),
-                                             "seeds": json.loads(first["group_seeds"])}})
-        settings = json.loads(first["settings"])
-        trace = rows[[c for c in TRACE_COLUMNS if c in rows.columns]].copy()
-        trace["packed_sampler_seconds"] = trace.pop("sampler_seconds")
-        trace["sampler_seconds"] = np.nan  # machine-dependent: baseline rows rank on counts only
-        trace = trace.sort_values("checkpoint", kind="stable").reset_index(drop=True)
-        run = BaselineRun(path / f"{first['posterior']}/{first['sampler']}/seed{int(first['seed'])}",
+                       "stopped_early": json.loads(first.stopped_early),
+                       "baseline": True, "passes": passes, "posterior": first.posterior,
+                       "label": first.label,
+                       "seeds_diagnostics": {"rhat": float(first.seeds_rhat),
+                                             "mcse": float(first.seeds_mcse),
+                                             "seeds": json.loads(first.group_seeds)}})
+        settings = json.loads(first.settings)
+        run = BaselineRun(path / f"{first.posterior}/{first.sampler}/seed{int(first.seed)}",
                           status, _unflatten(settings),
-                          {"experiment": settings.get("preset"), "sampler": first["sampler"],
-                           "target": "pymc"}, trace, has_samples=False, has_diagnostics=False,
+                          {"experiment": settings.get("preset"), "sampler": first.sampler,
+                           "target": "pymc"}, None, has_samples=False, has_diagnostics=False,
                           stored_settings=settings)
-        run.trace = trace.assign(run_id=run.run_id, target=run.target, sampler=run.sampler,
-                                 kernel=run.kernel, seed=run.seed, experiment=run.experiment,
-                                 state=run.state, path=str(run.path))
+        for key, values in per_run.items():
+            values.append(str(run.path) if key == "path" else getattr(run, key))
         runs.append(run)
+    lengths = ends - starts
+    for key, values in per_run.items():
+        traces[key] = np.repeat(np.array(values, dtype=object if key != "seed" else np.int64),
+                                lengths)
+    for run, start, end in zip(runs, starts, ends):
+        run.trace = traces.iloc[start:end].reset_index(drop=True)
     return runs, stamp
 
 
