@@ -25,7 +25,7 @@ def test_a_jobs_config_reused_from_its_shape_is_the_full_composition(loader, mon
     the config a full composition gives, whether it was composed or set on a copy."""
     sweeps.reuse_compositions()
     sweeps.reuse_compositions()  # installed once
-    monkeypatch.setattr(sweeps, "_COMPOSED", {})
+    monkeypatch.setattr(sweeps, "_SHAPES", {})
     master = loader.load_configuration("config", ["hydra.sweep.dir=/tmp/never-written"], RunMode.MULTIRUN)
     jobs = [[f"sampler={s}", "target=gauss2d_corr", f"seed={k}", f"budget.max_iterations={100 * (k + 1)}",
              "checkpoint.first=0.5", "+note=n", "+extra=[a,b]"]
@@ -47,7 +47,7 @@ def test_a_jobs_config_reused_from_its_shape_is_the_full_composition(loader, mon
         assert OmegaConf.to_container(got) == _full(loader, master, overrides), overrides
     # a shape's first job is composed, the others reuse it, unless what changed is a dict
     shapes = {sweeps._job_shape(o, loader.repository.group_exists) for o in jobs}
-    assert len(sweeps._COMPOSED) == len(shapes) == 5
+    assert len(sweeps._SHAPES) == len(shapes) == 5
     # one per shape, and the jobs after their shape's first that change a dict or add a key
     assert len(composed) == 5 + 1 + 1
 

@@ -21,10 +21,21 @@ whatever it is doing. Jobs of the basic launcher run in the sweep's own process 
 watched; neither is a single run. A thread that polls is used rather than Linux's
 ``PR_SET_PDEATHSIG``, which fires when the *thread* that spawned the worker ends (loky spawns
 from a management thread), not only when the process dies, and which other systems lack.
+
+Ctrl-C stops a joblib sweep (:func:`run_sweep_job`). Left alone, the sweep's process met it with
+a KeyboardInterrupt, upon which joblib killed the workers (SIGKILL) while their jobs wrote their
+final checkpoint; and a job that returned normally after it (one stopped while it was being
+built) let joblib start the next ones. Now, while the launcher runs, the sweep's process only
+notes a Ctrl-C, in an event it shares with its workers; a job whose run it stopped reports that
+to the sweep (:class:`SweepStopped`), a job queued after it does not start, and joblib, told to
+stop dispatching by that report, lets the running jobs end with their final checkpoint
+(``interrupted``) instead of killing them. The sweep then exits with 130 and one line: the
+command that resumes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -37,6 +48,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
 SWEEP_PID_ENV = "CKAM_BENCH_SWEEP_PID"
+SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"  # set by ckam-bench (cli.OutputFolderCheck)
 POLL = 1.0
 GRACE = 60.0  # seconds for a final checkpoint after SIGTERM
 _WATCHING: list = []
@@ -62,11 +74,187 @@ def watch_parent(parent: int, poll: float = POLL, grace: float = GRACE) -> threa
     return thread
 
 
-def _worker_start(sweep_pid: int) -> None:
+def _worker_start(sweep_pid: int, stop=None) -> None:
     """loky's initializer of each worker of a joblib sweep: watch the sweep's process; reuse
-    a job shape's composition (:func:`reuse_compositions`)."""
+    a job shape's composition (:func:`reuse_compositions`); note a Ctrl-C in ``stop``, the
+    sweep's event (:func:`run_sweep_job`)."""
     watch_parent(sweep_pid)
     reuse_compositions()
+    if stop is not None:
+        _STOP["event"] = stop
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _worker_interrupt)
+        if hasattr(signal, "pthread_sigmask"):  # blocked while it started (_graceful)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+# ------------------------------------------------------------------ Ctrl-C of a joblib sweep
+# event: the sweep's stop event (shared with its workers); stopped: this process saw a stop;
+# job: a job runs in this process; execute: hydra-joblib-launcher's own execute_job;
+# previous: the sweep's SIGINT handler before _catch_sigint
+_STOP: dict = {}
+
+
+class SweepStopped(Exception):
+    """A job of a joblib sweep that Ctrl-C stopped: its run ended ``interrupted``, or it did not
+    start. Raised in the worker, so that joblib stops dispatching."""
+
+
+def _stopping() -> bool:
+    event = _STOP.get("event")
+    return bool(_STOP.get("stopped")) or (event is not None and event.is_set())
+
+
+def _stop_all() -> None:
+    """Note a stop here and in the sweep's event: no job of the sweep starts from now on."""
+    _STOP["stopped"] = True
+    event = _STOP.get("event")
+    if event is not None:
+        event.set()
+
+
+def _worker_interrupt(signum, frame) -> None:
+    """A worker's SIGINT handler outside a run (a run has its own: it stops after its block and
+    writes a final checkpoint): an idle worker only notes it (it does not die, and no job it
+    gets starts); a job being built is stopped, at the first one only."""
+    first = not _STOP.get("stopped")
+    _stop_all()
+    if first and _STOP.get("job"):
+        raise KeyboardInterrupt
+
+
+def _sweep_interrupt(signum, frame) -> None:
+    """The sweep's SIGINT handler while its jobs run: note it, raise nothing (the workers, in
+    the same process group, got the Ctrl-C too and stop their runs themselves)."""
+    _stop_all()
+
+
+def run_sweep_job(*args, **kwargs):
+    """hydra-joblib-launcher's ``execute_job`` (run in a worker) that reports a stop to the
+    sweep: a job queued after a Ctrl-C does not start (no folder is made), and a job that ended
+    with or after one — ``interrupted`` (exit status 130), stopped while it was built, or even
+    complete — raises :class:`SweepStopped`, upon which joblib dispatches nothing more."""
+    from hydra_plugins.hydra_joblib_launcher import _core
+
+    execute = _core.execute_job
+    if execute is run_sweep_job:
+        execute = _STOP["execute"]
+    if _stopping():
+        raise SweepStopped("not started: the sweep was interrupted")
+    _STOP["job"] = True
+    try:
+        ret = execute(*args, **kwargs)
+    except KeyboardInterrupt:
+        _stop_all()
+        raise SweepStopped("interrupted") from None
+    except SystemExit as exc:
+        if exc.code != 130:
+            raise
+        _stop_all()
+        raise SweepStopped("interrupted") from None
+    finally:
+        _STOP["job"] = False
+    if _stopping():
+        raise SweepStopped("ended as the sweep was interrupted")
+    return ret
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this (main) thread: the worker processes loky starts meanwhile
+    inherit the block, so that a Ctrl-C while they import reaches them only once
+    :func:`_worker_start` handles it (no traceback, no dead worker). A Ctrl-C meanwhile
+    waits for the unblock; it is not lost."""
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _graceful(loky):
+    """joblib's loky backend, except that once the sweep is stopping, joblib's abort (which
+    follows the first :class:`SweepStopped`) lets the running jobs write their final checkpoint
+    and the queued ones see the stop, rather than killing the workers (SIGKILL); and workers
+    start with SIGINT blocked (:func:`_sigint_blocked`)."""
+
+    class GracefulLoky(loky):
+        def configure(self, *args, **kwargs):
+            with _sigint_blocked():
+                return super().configure(*args, **kwargs)
+
+        def submit(self, *args, **kwargs):
+            with _sigint_blocked():
+                return super().submit(*args, **kwargs)
+
+        def abort_everything(self, ensure_ready=True):
+            if not _stopping():
+                return super().abort_everything(ensure_ready=ensure_ready)
+            self._workers.terminate(kill_workers=False)  # waits for them
+            self._workers = None
+            if ensure_ready:
+                self.configure(n_jobs=self.parallel.n_jobs, parallel=self.parallel)
+
+    return GracefulLoky
+
+
+def _stoppable_launch(full):
+    """``JoblibLauncher.launch`` with the sweep's SIGINT handler (:func:`_sweep_interrupt`)
+    while its jobs run; a stopped sweep ends with one line and exit status 130."""
+
+    @functools.wraps(full)
+    def launch(self, job_overrides, initial_job_idx):
+        if "event" not in _STOP:  # not a sweep ParentWatch prepared (on_multirun_start)
+            return full(self, job_overrides, initial_job_idx)
+        try:
+            if not _stopping():  # a Ctrl-C while the sweep's jobs were checked: none starts
+                runs = full(self, job_overrides, initial_job_idx)
+                if not _stopping():
+                    return runs
+        except BaseException as exc:  # a SweepStopped, or what a stop left (a worker died)
+            if not (_stopping() or isinstance(exc, SweepStopped)):
+                raise
+        finally:
+            _restore_sigint()
+        _end_stopped(self.config)
+
+    return launch
+
+
+def _catch_sigint() -> None:
+    """From the start of a joblib sweep to the end of its jobs, a Ctrl-C is noted, not raised
+    (:func:`_sweep_interrupt`); not where SIGINT is ignored (a background job)."""
+    if threading.current_thread() is threading.main_thread() and "previous" not in _STOP:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not signal.SIG_IGN:
+            _STOP["previous"] = previous
+            signal.signal(signal.SIGINT, _sweep_interrupt)
+
+
+def _restore_sigint() -> None:
+    if "previous" in _STOP and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _STOP.pop("previous"))
+
+
+def _end_stopped(config) -> None:
+    """A stopped sweep's end: ckam-bench's end-of-sweep bookkeeping (its job notes; the sweep
+    folder put back as it was when no job ran), one line, exit status 130."""
+    cli = sys.modules.get("ckam_bench.commands.cli")
+    if cli is not None and cli._SWEEP.get("token"):
+        try:
+            cli.OutputFolderCheck().on_multirun_end(config)
+        except Exception:  # noqa: BLE001 - bookkeeping only: the runs are on disk
+            pass
+    command = os.environ.get(SWEEP_COMMAND_ENV)
+    again = f"resume it with: {command}" if command else "run the same command again to resume it"
+    sys.stderr.write(f"{program()}: sweep interrupted: no job started after it, the running "
+                     f"ones stopped with a final checkpoint; {again}\n")
+    sys.stderr.flush()
+    raise SystemExit(130)
 
 
 class ParentWatch(Callback):
@@ -80,11 +268,23 @@ class ParentWatch(Callback):
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
         if target.endswith("JoblibLauncher"):
             # the launcher asks joblib for backend="loky": its workers run _worker_start first
+            from hydra_plugins.hydra_joblib_launcher import _core, joblib_launcher
             from joblib import parallel, register_parallel_backend
+            from joblib.externals.loky.backend.context import get_context
 
             self._loky = parallel.BACKENDS["loky"]
+            _STOP.clear()
+            _STOP["event"] = get_context("loky").Event()
             register_parallel_backend("loky", functools.partial(
-                self._loky, initializer=_worker_start, initargs=(os.getpid(),)))
+                _graceful(self._loky), initializer=_worker_start,
+                initargs=(os.getpid(), _STOP["event"])))
+            if _core.execute_job is not run_sweep_job:
+                _STOP["execute"] = _core.execute_job
+                _core.execute_job = run_sweep_job
+            launch = joblib_launcher.JoblibLauncher.launch
+            if getattr(launch, "__wrapped__", None) is None:
+                joblib_launcher.JoblibLauncher.launch = _stoppable_launch(launch)
+            _catch_sigint()
 
     def on_multirun_end(self, config, **kwargs) -> None:
         if self._loky is not None:
@@ -92,6 +292,8 @@ class ParentWatch(Callback):
 
             register_parallel_backend("loky", self._loky)
             self._loky = None
+            _restore_sigint()
+            _STOP.pop("event", None)
 
     def on_job_start(self, config, **kwargs) -> None:
         sweep = os.environ.get(SWEEP_PID_ENV)  # a worker of another pool (e.g. backend=...)
@@ -141,7 +343,7 @@ def compose_each_shape_once() -> None:
     Sweeper.validate_batch_is_legal = once_per_shape
 
 
-_COMPOSED: dict = {}  # this process's composed configs, one per job shape (reuse_compositions)
+_SHAPES: dict = {}  # this process's composed configs, one per job shape (reuse_compositions)
 
 
 def _reusable(parsed, group_exists) -> bool:
@@ -180,11 +382,11 @@ def reuse_compositions() -> None:
         hydra_overrides = tuple(OmegaConf.to_container(master_config.hydra.overrides.hydra))
         key = (str(master_config.hydra.job.config_name), hydra_overrides,
                _job_shape(sweep_overrides, self.repository.group_exists))
-        first = _COMPOSED.get(key)
+        first = _SHAPES.get(key)
         parsed = OverridesParser.create().parse_overrides(list(sweep_overrides))
         if first is None or len(first[0]) != len(parsed):
             cfg = full(self, master_config, sweep_overrides)
-            _COMPOSED[key] = (list(sweep_overrides), copy.deepcopy(cfg))
+            _SHAPES[key] = (list(sweep_overrides), copy.deepcopy(cfg))
             return cfg
         texts, composed = first
         changed = [o for o, text in zip(parsed, texts) if o.input_line != text]
