@@ -182,8 +182,9 @@ class _JaxPeer(Sampler):
 
     def skip(self, target: Target) -> tuple[bool, str]:
         if not target.has_jax_density:
+            why = getattr(target, "jax_density_problem", lambda: "")()
             return True, (f"{self.name} needs a JAX log density; target {target.name!r} has none "
-                          f"(Target.jax_log_density)")
+                          f"({why or 'Target.jax_log_density'})")
         return False, ""
 
     def _settings(self) -> tuple:  # pragma: no cover - abstract

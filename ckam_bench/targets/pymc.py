@@ -59,7 +59,7 @@ from ckam_bench import jit
 from ckam_bench.caches import MODELS_KEPT, Recent
 from ckam_bench.data import array_sha256, content_sha256
 from ckam_bench.targets.base import Target
-from ckam_bench.targets import pymc_compiled
+from ckam_bench.targets import pymc_compiled, pymc_jax
 
 INSTALL = 'pip install "ckam-bench[pymc]"'
 INITS = ("support_point", "prior")
@@ -294,25 +294,6 @@ _COMPILED = Recent()  # (spec, mode, stored names) -> the pytensor functions
 _WRAPPERS = Recent()  # (spec, stored names) -> the latest compiled wrappers, their C-callables, buffer, owner
 
 
-def _jaxify():
-    """``pymc.sampling.jax.get_jaxified_graph``, imported without the side effect of that import:
-    it sets ``XLA_FLAGS=--xla_force_host_platform_device_count=100``, after which JAX makes 100
-    CPU devices with their thread pools and a compiled loop's work hops between ~200 threads:
-    NumPyro's NUTS on a PyMC model then cost 5 to 36 CPU µs per gradient from run to run of the
-    same executable, against 5.1 µs with one device. The user's own ``XLA_FLAGS`` is kept."""
-    import os
-
-    before = os.environ.get("XLA_FLAGS")
-    try:
-        from pymc.sampling.jax import get_jaxified_graph
-    finally:
-        if before is None:
-            os.environ.pop("XLA_FLAGS", None)
-        else:
-            os.environ["XLA_FLAGS"] = before
-    return get_jaxified_graph
-
-
 def _log_density_graph(model, layout: _Layout):
     """The joint log density (log-Jacobians included) as a pytensor graph of a flat vector ``x``
     and the data buffer: ``(x, buffer, replacements, logp)``."""
@@ -404,6 +385,7 @@ class PyMCModel(Target):
                              for n in _element_names(name, shape)]
         self._mode = None
         self._jitted = self._jitted_entry = None
+        self._jax_problem: str | None = None
 
     def _initial_point(self, init: str, seed: int) -> np.ndarray:
         point = initial_point(self.model, init, seed)
@@ -489,12 +471,24 @@ class PyMCModel(Target):
         return self._compiled()[1] if jit.AVAILABLE else None
 
     # ------------------------------------------------------------------ constrained values
+    @property
+    def has_jax_density(self) -> bool:
+        return not self.jax_density_problem()
+
+    def jax_density_problem(self) -> str:
+        """Why the model's log density has no JAX function ("" when it has one): an Op of the
+        model's own without a JAX conversion (:func:`~ckam_bench.targets.pymc_jax.missing_conversions`)."""
+        if self._jax_problem is None:
+            x, buffer, _, logp = _log_density_graph(self.model, self.layout)
+            self._jax_problem = pymc_jax.missing_conversions([x, buffer], [logp])
+        return self._jax_problem
+
     def jax_log_density(self):
         """log π(x) of the flat unconstrained vector as a JAX function, through pytensor's JAX
         backend (the density of the JAX peer samplers), with the current data."""
         import jax.numpy as jnp
 
-        get_jaxified_graph = _jaxify()
+        get_jaxified_graph = pymc_jax.jaxify()
         x, buffer, _, logp = _log_density_graph(self.model, self.layout)
         fn = get_jaxified_graph(inputs=[x, buffer], outputs=[logp])
         data = jnp.asarray(self.buffer)

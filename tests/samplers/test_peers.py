@@ -107,6 +107,72 @@ def test_targets_without_a_jax_density_are_declined():
     assert not peers.Nutpie().skip(target)[0]  # nutpie only needs a gradient
 
 
+OWN_OP_MODEL = """
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+
+class Square(Op):  # a model's own Op, computed by numpy (as an ODE solver would be)
+    def make_node(self, x):
+        x = pt.as_tensor(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = np.asarray(inputs[0] ** 2)
+
+    def grad(self, inputs, grads):
+        return [2 * inputs[0] * grads[0]]
+
+
+class ConvertedSquare(Square):  # the same with a JAX conversion registered by its author
+    pass
+
+
+def register():
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    @jax_funcify.register(ConvertedSquare)
+    def _square(op, **kwargs):
+        return lambda x: x**2
+
+
+def own(op=Square):
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0, shape=2)
+        pm.Potential("p", -0.5 * op()(x).sum())
+    return model
+
+
+def converted():
+    register()
+    return own(ConvertedSquare)
+"""
+
+
+def test_pymc_models_with_an_op_jax_cannot_convert_are_declined(tmp_path):
+    """A PyMC model with an Op of its own that pytensor's JAX backend cannot convert (the suite's
+    ODE models: one_comp_mm_elim_abs) has no JAX density: the JAX peers decline it with one line
+    naming the Op, instead of failing in their warm-up; with a conversion registered, they run."""
+    pytest.importorskip("pymc")
+    from ckam_bench.targets.pymc import PyMCModel
+
+    path = tmp_path / "own_op.py"
+    path.write_text(OWN_OP_MODEL)
+    target = PyMCModel(f"{path}:own")
+    assert not target.has_jax_density
+    for name in JAX_SAMPLERS:
+        skip, why = SAMPLERS[name]().skip(target)
+        assert skip and "its Op Square has no JAX conversion" in why and "\n" not in why, why
+    assert not peers.Nutpie().skip(target)[0]  # nutpie only needs a gradient
+    converted = PyMCModel(f"{path}:converted")
+    assert converted.has_jax_density
+    value = jax.jit(converted.jax_log_density())(np.array([1.0, 2.0]))
+    assert float(value) == pytest.approx(converted._log_density(np.array([1.0, 2.0])), rel=1e-12)
+
+
 # ---------------------------------------------------------------------------- accounting
 class _CountedGaussian(type(gauss2d_corr())):
     """gauss2d_corr whose JAX density counts its own evaluations (a host callback per call)."""
