@@ -735,9 +735,52 @@ def gradient_rates() -> list[Figure]:
     ]
 
 
+FRONTIER_ANCHOR = "**Measured: ahead of the best peer? The gradient goal over seeds 0–4**"
+
+
+def frontier_gradients() -> list[Figure]:
+    """Issue 46 §3's gradient goal from the shipped baselines (scripts/frontier_goal.py): its
+    table, goal lines and the ranges of its findings. Counts are exact; ratios of exact counts."""
+    source = "frontier_gradients"
+    rows = read("frontier_gradients.csv")
+    figures = []
+    for r in rows:
+        ours, best = float(r["ours"]), float(r["best"])
+        figures.append(Figure(SAMPLERS, source, f"| {r['posterior']} | {fmt_count(ours)} | {r['best_peer']} | "
+                              f"{fmt_count(best)} | {r['ratio'] or '–'} |", anchor=FRONTIER_ANCHOR, row=True))
+    ratio = {}
+    for r in rows:
+        ours, best = float(r["ours"]), float(r["best"])
+        if math.isinf(ours) and math.isinf(best):
+            continue
+        ratio[r["posterior"]] = 0.0 if math.isinf(best) else (INF if math.isinf(ours) else ours / best)
+    values = list(ratio.values())
+    above = [v for v in values if v > 1.5]
+    level = [v for v in values if 1 / 1.2 <= v <= 1.2]
+    ahead = [v for v in values if v < 1 / 1.2]
+    behind_one = [v for v in values if 1.2 < v <= 1.5]
+    figures.append(Figure(
+        SAMPLERS, source, "nuts_lowrank / best peer gradients: median {m:.2f}, worst {w:.2f} over {n:d} posteriors, "
+        "above 1.5 on {k:d} (goal: median ≤ 0.8, none above 1.5): not met",
+        {"m": exact(statistics.median(values)), "w": exact(max(values)), "n": exact(len(values)),
+         "k": exact(len(above))}, FRONTIER_ANCHOR))
+    figures.append(Figure(
+        SAMPLERS, source, "at the best peer's checkpoint (a ratio within 1.2× of 1) on {l:d} of {n:d}, ahead on {a:d}, "
+        "behind on {b:d}", {"l": exact(len(level)), "n": exact(len(values)), "a": exact(len(ahead)),
+                           "b": exact(len(values) - len(level) - len(ahead))}, FRONTIER_ANCHOR))
+    figures.append(Figure(
+        SAMPLERS, source, "**Behind by one checkpoint ({lo:.2f}–{hi:.2f}×) on {k:d}**",
+        {"lo": exact(min(behind_one)), "hi": exact(max(behind_one)), "k": exact(len(behind_one))}, FRONTIER_ANCHOR))
+    small = [v for v in ahead if v > 0.5]
+    figures.append(Figure(
+        SAMPLERS, source, "**Ahead on {k:d}**, by one checkpoint ({lo:.2f}–{hi:.2f}×)",
+        {"k": exact(len(ahead)), "lo": exact(min(small)), "hi": exact(max(small))}, FRONTIER_ANCHOR))
+    return figures
+
+
 # ------------------------------------------------------------------ every figure, and the check
 BUILDERS = (lowrank_updates, lowrank_updates_1733, welford_inflation, ablation_seed0, cpu_goal_figures,
-            behind_seeds, posteriordb_seed0, peer_overhead, numpyro_logistic, gradient_rates)
+            behind_seeds, posteriordb_seed0, peer_overhead, numpyro_logistic, gradient_rates, frontier_gradients)
 NOT_FILES = ("its own table", "computed")
 
 

@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Issue 46 §3's gradient goal, per posterior, from stored suite runs: our adaptive NUTS
+against the best peer configuration for each posterior.
+
+For every posterior and sampler configuration: the gradients to b² < 0.01 for good
+(:func:`ckam_bench.report.posteriordb_suite.run_evaluations`, what the suite ranks on; ∞ when
+the run does not end below it), median over the seeds. Then, per posterior, the ratio of our
+configuration's median (``--ours``, default ``nuts_lowrank``, the harness's best adaptive NUTS;
+no oracle rows) to the smallest median among the peers' configurations (``--peers``, default:
+every other configuration in the runs). The goal: a median ratio over posteriors ≤ 0.8 and
+none above 1.5. A posterior where both never get there is left out of the ratios (listed);
+ours finite and every peer ∞ counts as 0 (ahead), ours ∞ and a peer finite as ∞ (behind).
+
+The runs are the shipped baselines by default (their evaluation counts do not depend on the
+machine), or the suite runs stored under a sweep folder::
+
+    python scripts/frontier_goal.py                              # the shipped baselines
+    python scripts/frontier_goal.py --runs outputs/multirun/...  # a sweep's stored runs
+    python scripts/frontier_goal.py --csv docs/tables/frontier_gradients.csv
+
+Prints the per-posterior table (markdown) and the goal's lines; ``--csv`` writes the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+OURS = "nuts_lowrank"
+GOAL_MEDIAN, GOAL_WORST = 0.8, 1.5
+LEVEL = 1.2
+"""Ratios between 1/1.2 and 1.2 are the same checkpoint: checkpoints are 1.47× apart (6 per
+decade), and the gradients at one differ a little between samplers (it falls at the end of a
+block)."""
+
+
+def load_runs(source: str | None):
+    """The stored runs: the baselines file (default: the shipped one) or a sweep folder's."""
+    from ckam_bench.report import baselines
+
+    if source is None or Path(source).is_file():
+        path = source or baselines.SHIPPED
+        runs, _ = baselines.load(path)
+        return runs, f"baselines {path}"
+    from ckam_bench.report.aggregate import load_results
+
+    return load_results(source).runs, f"runs under {source}"
+
+
+def medians(runs) -> dict:
+    """{(posterior, configuration): (median gradients to b² < 0.01 over seeds, seeds)}."""
+    from ckam_bench.report.posteriordb_suite import _posterior, run_evaluations
+
+    values: dict = {}
+    for run in runs:
+        name = run.status.get("posterior") or _posterior(run)
+        if name is None:
+            continue
+        config = run.status.get("label") or run.choices.get("sampler") or run.sampler
+        values.setdefault((name, config), []).append(run_evaluations(run)[0])
+    return {key: (float(np.median(v)), len(v)) for key, v in values.items()}
+
+
+def ratio(ours: float, best: float) -> float:
+    """ours / best with the ∞ conventions of the module docstring (NaN: both ∞)."""
+    if math.isinf(ours) and math.isinf(best):
+        return math.nan
+    if math.isinf(best):
+        return 0.0
+    if math.isinf(ours):
+        return math.inf
+    return ours / best
+
+
+def table(cells: dict, ours: str, peers: list[str] | None) -> list[dict]:
+    """One row per posterior that ours and at least one peer ran on."""
+    rows = []
+    for name in sorted({p for p, _ in cells}):
+        mine = cells.get((name, ours))
+        others = {c: v for (p, c), v in cells.items() if p == name and c != ours
+                  and (peers is None or c.split(" ")[0] in peers)}
+        if mine is None or not others:
+            continue
+        best_config = min(others, key=lambda c: (others[c][0], c))
+        best = others[best_config][0]
+        rows.append({"posterior": name, "ours": mine[0], "seeds": mine[1], "best_peer": best_config,
+                     "best": best, "ratio": ratio(mine[0], best)})
+    return rows
+
+
+def _count(value: float) -> str:
+    return "∞" if math.isinf(value) else f"{value:,.0f}"
+
+
+def _ratio_text(value: float) -> str:
+    return "–" if math.isnan(value) else ("∞" if math.isinf(value) else f"{value:.2f}")
+
+
+def report(rows: list[dict], ours: str, what: str) -> list[str]:
+    lines = [f"Gradients to b² < 0.01 for good, median over seeds, {ours} against the best peer "
+             f"configuration of each posterior ({what}; {len(rows)} posteriors)", "",
+             f"| posterior | {ours} | best peer | its gradients | ratio |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['posterior']} | {_count(r['ours'])} | {r['best_peer']} | {_count(r['best'])} "
+                     f"| {_ratio_text(r['ratio'])} |")
+    finite = [r["ratio"] for r in rows if not math.isnan(r["ratio"])]
+    both_never = [r["posterior"] for r in rows if math.isnan(r["ratio"])]
+    above = [r for r in rows if not math.isnan(r["ratio"]) and r["ratio"] > GOAL_WORST]
+    lines.append("")
+    if finite:
+        median, worst = float(np.median(finite)), max(finite)
+        met = median <= GOAL_MEDIAN and not above
+        lines.append(f"{ours} / best peer gradients: median {median:.2f}, worst {_ratio_text(worst)} over "
+                     f"{len(finite)} posteriors, above {GOAL_WORST} on {len(above)} (goal: median ≤ {GOAL_MEDIAN}, "
+                     f"none above {GOAL_WORST}): {'met' if met else 'not met'}")
+        level = sum(1.0 / LEVEL <= v <= LEVEL for v in finite)
+        ahead = sum(v < 1.0 / LEVEL for v in finite)
+        lines.append(f"at the best peer's checkpoint (a ratio within {LEVEL}× of 1) on {level} of {len(finite)}, "
+                     f"ahead on {ahead}, behind on {len(finite) - level - ahead}")
+    if above:
+        lines.append(f"above {GOAL_WORST}: " + ", ".join(
+            f"{r['posterior']} ({_ratio_text(r['ratio'])}, {r['best_peer']})" for r in above))
+    if both_never:
+        lines.append(f"left out, neither gets there within the budget: {', '.join(both_never)}")
+    return lines
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    import pandas as pd
+
+    from ckam_bench.files import atomic_write
+
+    frame = pd.DataFrame(rows, columns=["posterior", "ours", "seeds", "best_peer", "best", "ratio"])
+    frame["ratio"] = [_ratio_text(v).replace("∞", "inf").replace("–", "") for v in frame["ratio"]]
+    for column in ("ours", "best"):  # exact counts (medians of five: a count), ∞ as inf
+        frame[column] = ["inf" if math.isinf(v) else f"{v:.0f}" for v in frame[column]]
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", default=None, help="a baselines file or a sweep folder (default: the shipped baselines)")
+    ap.add_argument("--ours", default=OURS, help="our configuration's label (default: %(default)s)")
+    ap.add_argument("--peers", default=None, help="comma-separated peer samplers (default: every other configuration)")
+    ap.add_argument("--csv", default=None, help="also write the per-posterior table here")
+    args = ap.parse_args(argv)
+    if args.runs is not None and not Path(args.runs).exists():
+        ap.exit(2, f"{ap.prog}: --runs: no such file or folder: {args.runs}\n")
+    runs, what = load_runs(args.runs)
+    rows = table(medians(runs), args.ours, args.peers.split(",") if args.peers else None)
+    if not rows:
+        ap.exit(2, f"{ap.prog}: no posterior has runs of {args.ours} and of a peer in {what}\n")
+    print("\n".join(report(rows, args.ours, what)))
+    if args.csv:
+        write_csv(rows, args.csv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

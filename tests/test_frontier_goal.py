@@ -1,0 +1,77 @@
+"""scripts/frontier_goal.py (issue 46 §3's gradient goal): the per-posterior table from the
+shipped baselines, checked against a brute-force reading of their traces, its ∞ conventions,
+and the docs' table (docs/tables/frontier_gradients.csv) against a run of the script."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tests import clirun
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "frontier_goal.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("frontier_goal", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _grads_to_accuracy(trace: pd.DataFrame) -> float:
+    """Brute force: the smallest checkpoint's gradients from which b² < 0.01 at every later one."""
+    trace = trace.sort_values("checkpoint")
+    b2, grads = trace["bias2"].to_numpy(float), trace["n_grad"].to_numpy(float)
+    for k in range(len(b2)):
+        if np.all(b2[k:] < 0.01):
+            return float(grads[k])
+    return math.inf
+
+
+def test_ratio_conventions():
+    ratio = _script().ratio
+    assert ratio(100.0, 200.0) == 0.5
+    assert ratio(100.0, math.inf) == 0.0  # every peer never: ours ahead
+    assert math.isinf(ratio(math.inf, 100.0))  # ours never: behind
+    assert math.isnan(ratio(math.inf, math.inf))  # neither: left out
+
+
+def test_table_from_the_baselines_matches_their_traces():
+    from ckam_bench.report import baselines
+
+    runs, _ = baselines.load(baselines.SHIPPED)
+    module = _script()
+    cells = module.medians(runs)
+    brute: dict = {}
+    for run in runs:
+        brute.setdefault((run.status["posterior"], run.status["label"]), []).append(_grads_to_accuracy(run.trace))
+    assert cells.keys() == brute.keys()
+    for key, values in brute.items():
+        assert cells[key] == (float(np.median(values)), len(values)), key
+    rows = module.table(cells, "nuts_lowrank", None)
+    for row in rows:
+        peers = {c: v for (p, c), v in cells.items() if p == row["posterior"] and c != "nuts_lowrank"}
+        assert row["best"] == min(v for v, _ in peers.values())
+
+
+def test_the_docs_table_is_the_scripts_output(tmp_path):
+    out = tmp_path / "frontier.csv"
+    proc = clirun.run([sys.executable, str(SCRIPT), "--csv", str(out)], capture_output=True, text=True,
+                      timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "nuts_lowrank / best peer gradients: median" in proc.stdout
+    assert out.read_text() == (ROOT / "docs" / "tables" / "frontier_gradients.csv").read_text(), (
+        "the shipped baselines changed: run python scripts/frontier_goal.py --csv docs/tables/frontier_gradients.csv "
+        "and update docs/samplers.md's section")
+
+
+def test_a_missing_source_is_one_line(tmp_path):
+    proc = clirun.run([sys.executable, str(SCRIPT), "--runs", str(tmp_path / "nothing")], capture_output=True,
+                      text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
