@@ -51,18 +51,54 @@ def load_runs(source: str | None):
     return load_results(source).runs, f"runs under {source}"
 
 
+def _key(run):
+    from ckam_bench.report.posteriordb_suite import _posterior
+
+    name = run.status.get("posterior") or _posterior(run)
+    return None if name is None else (name, run.status.get("label") or run.choices.get("sampler") or run.sampler)
+
+
 def medians(runs) -> dict:
     """{(posterior, configuration): (median gradients to b² < 0.01 over seeds, seeds)}."""
-    from ckam_bench.report.posteriordb_suite import _posterior, run_evaluations
+    from ckam_bench.report.posteriordb_suite import run_evaluations
 
     values: dict = {}
     for run in runs:
-        name = run.status.get("posterior") or _posterior(run)
-        if name is None:
-            continue
-        config = run.status.get("label") or run.choices.get("sampler") or run.sampler
-        values.setdefault((name, config), []).append(run_evaluations(run)[0])
+        if (key := _key(run)) is not None:
+            values.setdefault(key, []).append(run_evaluations(run)[0])
     return {key: (float(np.median(v)), len(v)) for key, v in values.items()}
+
+
+def warmup_share(run) -> float:
+    """The share of a run's gradients to b² < 0.01 spent before its first collected draw,
+    estimated from its checkpoints: the gradients at the first checkpoint with draws less those
+    draws times the gradients per iteration after it (NaN: too few checkpoints with draws, or
+    never below)."""
+    from ckam_bench.report.posteriordb_suite import run_evaluations
+
+    trace = run.trace.sort_values("checkpoint")
+    kept = trace[trace["n_collected"] > 0]
+    cost = run_evaluations(run)[0]
+    if len(kept) < 2 or not math.isfinite(cost) or cost <= 0:
+        return math.nan
+    first, last = kept.iloc[0], kept.iloc[-1]
+    per_iteration = (last["n_grad"] - first["n_grad"]) / max(last["iterations"] - first["iterations"], 1)
+    return float((first["n_grad"] - first["n_collected"] * per_iteration) / cost)
+
+
+def efficiency(runs) -> dict:
+    """{(posterior, configuration): (median min ESS per 1000 gradients at the runs' ends, median
+    warm-up share)} over the seeds: what the crossing's checkpoint does not show."""
+    values: dict = {}
+    for run in runs:
+        if (key := _key(run)) is None:
+            continue
+        last = run.trace.sort_values("checkpoint").iloc[-1]
+        grads = float(last["n_grad"])
+        ess = 1000.0 * float(last["ess_min"]) / grads if grads > 0 else math.nan
+        values.setdefault(key, []).append((ess, warmup_share(run)))
+    return {key: tuple(float(np.nanmedian(column)) if np.isfinite(column).any() else math.nan
+                       for column in np.array(v).T) for key, v in values.items()}
 
 
 def ratio(ours: float, best: float) -> float:
@@ -76,8 +112,10 @@ def ratio(ours: float, best: float) -> float:
     return ours / best
 
 
-def table(cells: dict, ours: str, peers: list[str] | None) -> list[dict]:
-    """One row per posterior that ours and at least one peer ran on."""
+def table(cells: dict, ours: str, peers: list[str] | None, more: dict | None = None) -> list[dict]:
+    """One row per posterior that ours and at least one peer ran on (with ``more``, the
+    :func:`efficiency` of the runs: ours over the best peer's min ESS per gradient, our warm-up
+    share)."""
     rows = []
     for name in sorted({p for p, _ in cells}):
         mine = cells.get((name, ours))
@@ -87,8 +125,13 @@ def table(cells: dict, ours: str, peers: list[str] | None) -> list[dict]:
             continue
         best_config = min(others, key=lambda c: (others[c][0], c))
         best = others[best_config][0]
-        rows.append({"posterior": name, "ours": mine[0], "seeds": mine[1], "best_peer": best_config,
-                     "best": best, "ratio": ratio(mine[0], best)})
+        row = {"posterior": name, "ours": mine[0], "seeds": mine[1], "best_peer": best_config,
+               "best": best, "ratio": ratio(mine[0], best)}
+        if more is not None:
+            (ess, share), (peer_ess, _) = more[(name, ours)], more[(name, best_config)]
+            row["ess_ratio"] = ess / peer_ess if peer_ess > 0 else math.nan
+            row["warmup_share"] = share
+        rows.append(row)
     return rows
 
 
@@ -121,6 +164,15 @@ def report(rows: list[dict], ours: str, what: str) -> list[str]:
         ahead = sum(v < 1.0 / LEVEL for v in finite)
         lines.append(f"at the best peer's checkpoint (a ratio within {LEVEL}× of 1) on {level} of {len(finite)}, "
                      f"ahead on {ahead}, behind on {len(finite) - level - ahead}")
+    if finite and "ess_ratio" in rows[0]:
+        behind = [r["ess_ratio"] for r in rows if not math.isnan(r["ratio"]) and r["ratio"] > LEVEL]
+        every = [r["ess_ratio"] for r in rows if not math.isnan(r["ratio"])]
+        lines.append(f"min ESS per gradient at the runs' ends, {ours} / best peer: median "
+                     f"{np.nanmedian(every):.2f} over {len(every)} posteriors; {min(behind):.2f}–{max(behind):.2f}× on "
+                     f"the {len(behind)} where it is behind")
+        shares = [r["warmup_share"] for r in rows if not math.isnan(r.get("warmup_share", math.nan))]
+        lines.append(f"its warm-up's share of its gradients to b² < 0.01: median {np.median(shares):.2f} over "
+                     f"{len(shares)} posteriors")
     if above:
         lines.append(f"above {GOAL_WORST}: " + ", ".join(
             f"{r['posterior']} ({_ratio_text(r['ratio'])}, {r['best_peer']})" for r in above))
@@ -134,8 +186,10 @@ def write_csv(rows: list[dict], path: str) -> None:
 
     from ckam_bench.files import atomic_write
 
-    frame = pd.DataFrame(rows, columns=["posterior", "ours", "seeds", "best_peer", "best", "ratio"])
-    frame["ratio"] = [_ratio_text(v).replace("∞", "inf").replace("–", "") for v in frame["ratio"]]
+    frame = pd.DataFrame(rows, columns=["posterior", "ours", "seeds", "best_peer", "best", "ratio", "ess_ratio",
+                                        "warmup_share"])
+    for column in ("ratio", "ess_ratio", "warmup_share"):  # as printed: 2 decimals
+        frame[column] = [_ratio_text(v).replace("∞", "inf").replace("–", "") for v in frame[column]]
     for column in ("ours", "best"):  # exact counts (medians of five: a count), ∞ as inf
         frame[column] = ["inf" if math.isinf(v) else f"{v:.0f}" for v in frame[column]]
     atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
@@ -151,7 +205,7 @@ def main(argv=None) -> int:
     if args.runs is not None and not Path(args.runs).exists():
         ap.exit(2, f"{ap.prog}: --runs: no such file or folder: {args.runs}\n")
     runs, what = load_runs(args.runs)
-    rows = table(medians(runs), args.ours, args.peers.split(",") if args.peers else None)
+    rows = table(medians(runs), args.ours, args.peers.split(",") if args.peers else None, efficiency(runs))
     if not rows:
         ap.exit(2, f"{ap.prog}: no posterior has runs of {args.ours} and of a peer in {what}\n")
     print("\n".join(report(rows, args.ours, what)))

@@ -771,6 +771,23 @@ def frontier_gradients() -> list[Figure]:
     figures.append(Figure(
         SAMPLERS, source, "**Behind by one checkpoint ({lo:.2f}–{hi:.2f}×) on {k:d}**",
         {"lo": exact(min(behind_one)), "hi": exact(max(behind_one)), "k": exact(len(behind_one))}, FRONTIER_ANCHOR))
+    ess = {r["posterior"]: Span.printed(r["ess_ratio"]) for r in rows if r["ess_ratio"]}
+    late = [ess[p] for p, v in ratio.items() if v > 1.2]
+    shares = [Span.printed(r["warmup_share"]) for r in rows if r["warmup_share"]]
+    figures.append(Figure(
+        SAMPLERS, source, "min ESS per gradient at the runs' ends, nuts_lowrank / best peer: median {m:.2f} over {n:d} "
+        "posteriors; {lo:.2f}–{hi:.2f}× on the {k:d} where it is behind",
+        {"m": median([ess[p] for p in ratio]), "n": exact(len(ratio)), "lo": smallest(late), "hi": largest(late),
+         "k": exact(len(late))}, FRONTIER_ANCHOR))
+    figures.append(Figure(
+        SAMPLERS, source, "its warm-up's share of its gradients to b² < 0.01: median {m:.2f} over {n:d} posteriors",
+        {"m": median(shares), "n": exact(len(shares))}, FRONTIER_ANCHOR))
+    figures.append(Figure(
+        SAMPLERS, source, "min ESS per gradient at the runs' ends is {lo:.2f}–{hi:.2f}× the best peer's",
+        {"lo": smallest(late), "hi": largest(late)}, FRONTIER_ANCHOR))
+    figures.append(Figure(
+        SAMPLERS, source, "the warm-up takes a median {m:.2f} of `nuts_lowrank`'s gradients", {"m": median(shares)},
+        FRONTIER_ANCHOR))
     small = [v for v in ahead if v > 0.5]
     figures.append(Figure(
         SAMPLERS, source, "**Ahead on {k:d}**, by one checkpoint ({lo:.2f}–{hi:.2f}×)",
