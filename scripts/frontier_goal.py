@@ -17,6 +17,10 @@ machine), or the suite runs stored under a sweep folder::
     python scripts/frontier_goal.py                              # the shipped baselines
     python scripts/frontier_goal.py --runs outputs/multirun/...  # a sweep's stored runs
     python scripts/frontier_goal.py --csv docs/tables/frontier_gradients.csv
+    python scripts/frontier_goal.py --ours-runs outputs/multirun/mine --peers nutpie,nutpie_lowrank,numpyro_nuts,blackjax_nuts,mams
+
+``--ours-runs FOLDER``: the suite runs stored under FOLDER (one configuration: a user's sweep)
+are "ours", against the baselines' peers (``--peers``) on the posteriors both ran.
 
 Prints the per-posterior table (markdown) and the goal's lines; ``--csv`` writes the table.
 """
@@ -200,11 +204,22 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", default=None, help="a baselines file or a sweep folder (default: the shipped baselines)")
     ap.add_argument("--ours", default=OURS, help="our configuration's label (default: %(default)s)")
     ap.add_argument("--peers", default=None, help="comma-separated peer samplers (default: every other configuration)")
+    ap.add_argument("--ours-runs", default=None, metavar="FOLDER",
+                    help="a sweep folder whose runs are ours (one configuration), against --runs' peers")
     ap.add_argument("--csv", default=None, help="also write the per-posterior table here")
     args = ap.parse_args(argv)
-    if args.runs is not None and not Path(args.runs).exists():
-        ap.exit(2, f"{ap.prog}: --runs: no such file or folder: {args.runs}\n")
+    for flag, value in (("--runs", args.runs), ("--ours-runs", args.ours_runs)):
+        if value is not None and not Path(value).exists():
+            ap.exit(2, f"{ap.prog}: {flag}: no such file or folder: {value}\n")
     runs, what = load_runs(args.runs)
+    if args.ours_runs is not None:
+        from ckam_bench.report.aggregate import load_results
+
+        mine = load_results(args.ours_runs).runs
+        for run in mine:  # one configuration: labelled as ours
+            run.status["label"] = args.ours
+        runs = [r for r in runs if _key(r) is None or _key(r)[1] != args.ours] + mine
+        what += f", ours: the runs under {args.ours_runs}"
     rows = table(medians(runs), args.ours, args.peers.split(",") if args.peers else None, efficiency(runs))
     if not rows:
         ap.exit(2, f"{ap.prog}: no posterior has runs of {args.ours} and of a peer in {what}\n")

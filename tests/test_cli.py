@@ -148,6 +148,8 @@ def test_the_config_hash_covers_the_loop_mode(monkeypatch):
     (["sampler=rw", "sampler.step_sise=1"], ["'sampler.step_sise'", "'sampler.step_size'"]),
     (["-m", "sampler=rw,am", "sampler.rate.scale=1"],
      ["key 'sampler.rate.scale' does not exist with sampler=rw"]),
+    (["-m", "sampler=nuts,mala", "sampler.burn_in=50"],  # both take it; the default sampler (ckam) does not
+     ["key 'sampler.burn_in' is set in the swept group sampler=nuts,mala", "write ++sampler.burn_in=50"]),
 ])
 def test_a_mistaken_override_is_one_line_naming_it(tmp_path, args, words):
     proc = ckam_bench(*args, "budget.seconds=0.2", cwd=tmp_path)
@@ -167,6 +169,8 @@ def test_overrides_that_name_existing_keys_pass_the_check():
     assert problem(["-m", "sampler=rw,am", "seed=0,1", "budget.seconds=1",
                     "hydra/launcher=joblib"]) is None
     assert problem(["experiment=paper_bimodal", "sampler=am", "sampler.step_size=1.0"]) is None
+    assert problem(["-m", "sampler=nuts,mala", "++sampler.burn_in=50"]) is None  # the swept group's key, force-set
+    assert problem(["sampler=nuts", "sampler.burn_in=50"]) is None
 
 
 def test_library_info_logs_stay_quiet_and_warnings_show(tmp_path):

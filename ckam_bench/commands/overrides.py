@@ -165,5 +165,33 @@ def problem(args: list[str], config_name: str = "config",
             return (f"unknown key '{key}'{_suggest(key, siblings or known)}"
                     + (" (keys cannot be added with '+': every key a run takes is in its config)"
                        if o.is_add() or o.is_force_add() else ""))
+        return _swept_group_key(keys, groups, config_name, searchpath)
+    return None
+
+
+def _swept_group_key(keys, groups, config_name: str, searchpath: list[str]) -> str | None:
+    """A sweep composes its primary config (the sweep folder's) with the swept groups at their
+    defaults, where a plain ``KEY=VALUE`` into a swept group (``sampler=nutpie,nutpie_lowrank
+    sampler.burn_in=250``) may name no key, and Hydra then fails with a trace of its own. Its
+    force-add form ``++KEY=VALUE`` sets the key in every job and adds it to the primary config
+    only: said in one line."""
+    from hydra import compose
+
+    swept = {o.key_or_group: o for o in groups if o.is_sweep_override()}
+    plain = [o for o in keys if not (o.is_add() or o.is_force_add())
+             and o.key_or_group.split(".", 1)[0] in swept]
+    if not plain:
+        return None
+    fixed = [o.input_line for o in groups if not o.is_sweep_override()]
+    try:
+        primary = compose(config_name, overrides=fixed + searchpath)
+    except Exception:  # Hydra says it when the sweep starts
+        return None
+    for o in plain:
+        if not _exists(primary, o.key_or_group):
+            group = swept[o.key_or_group.split(".", 1)[0]]
+            return (f"key '{o.key_or_group}' is set in the swept group {group.input_line}, and a sweep "
+                    f"first composes its config with that group's default, which has no such key: write "
+                    f"++{o.input_line} (it sets the key in every job)")
     return None
 
