@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from tests import clirun
+from tests.test_bench_suite import _grads_to_accuracy  # the brute-force reading of a trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "frontier_goal.py"
@@ -21,16 +21,6 @@ def _script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _grads_to_accuracy(trace: pd.DataFrame) -> float:
-    """Brute force: the smallest checkpoint's gradients from which b² < 0.01 at every later one."""
-    trace = trace.sort_values("checkpoint")
-    b2, grads = trace["bias2"].to_numpy(float), trace["n_grad"].to_numpy(float)
-    for k in range(len(b2)):
-        if np.all(b2[k:] < 0.01):
-            return float(grads[k])
-    return math.inf
 
 
 def test_ratio_conventions():
