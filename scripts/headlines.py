@@ -748,12 +748,7 @@ def frontier_gradients() -> list[Figure]:
         ours, best = float(r["ours"]), float(r["best"])
         figures.append(Figure(SAMPLERS, source, f"| {r['posterior']} | {fmt_count(ours)} | {r['best_peer']} | "
                               f"{fmt_count(best)} | {r['ratio'] or '–'} |", anchor=FRONTIER_ANCHOR, row=True))
-    ratio = {}
-    for r in rows:
-        ours, best = float(r["ours"]), float(r["best"])
-        if math.isinf(ours) and math.isinf(best):
-            continue
-        ratio[r["posterior"]] = 0.0 if math.isinf(best) else (INF if math.isinf(ours) else ours / best)
+    ratio = _frontier_ratios(source)
     values = list(ratio.values())
     above = [v for v in values if v > 1.5]
     level = [v for v in values if 1 / 1.2 <= v <= 1.2]

@@ -263,7 +263,7 @@ _SWEEP: dict = {}  # the running sweep (main process): folder, token
 _JOBS_STARTED = 0  # jobs started in this process (a sweep's launcher runs many in one)
 SWEEP_TOKEN_ENV = "CKAM_BENCH_SWEEP_TOKEN"
 SWEEP_START_ENV = "CKAM_BENCH_SWEEP_START"
-SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"
+SWEEP_COMMAND_ENV = sweeps.SWEEP_COMMAND_ENV  # read back by a stopped sweep's last line
 
 
 class OutputFolderCheck(Callback):

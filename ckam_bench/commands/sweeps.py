@@ -48,7 +48,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
 SWEEP_PID_ENV = "CKAM_BENCH_SWEEP_PID"
-SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"  # set by ckam-bench (cli.OutputFolderCheck)
+SWEEP_COMMAND_ENV = "CKAM_BENCH_SWEEP_COMMAND"  # the sweep's command, set by cli.OutputFolderCheck
 POLL = 1.0
 GRACE = 60.0  # seconds for a final checkpoint after SIGTERM
 _WATCHING: list = []
