@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ckam_bench.commands import sweeps
 from ckam_bench.engine import store
 from tests import procs
 
@@ -70,4 +71,9 @@ def test_ctrl_c_stops_a_joblib_sweep(tmp_path):
         if folder.name not in states:
             assert not list(folder.glob("*.parquet")), sorted(os.listdir(folder))
     assert not list(sweep.glob(".ckam-jobs-*")), "the sweep's job notes were left behind"
+    # the workers end when they see the sweep's process gone (sweeps.watch_parent polls every
+    # POLL s), so a moment after it, not necessarily before its exit status is read
+    deadline = time.time() + 10 * sweeps.POLL
+    while procs.session(proc.pid) and time.time() < deadline:
+        time.sleep(0.1)
     assert not procs.session(proc.pid), "a worker outlived the sweep"
