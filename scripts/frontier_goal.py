@@ -7,9 +7,11 @@ For every posterior and sampler configuration: the gradients to b² < 0.01 for g
 the run does not end below it), median over the seeds. Then, per posterior, the ratio of our
 configuration's median (``--ours``, default ``nuts_lowrank``, the harness's best adaptive NUTS;
 no oracle rows) to the smallest median among the peers' configurations (``--peers``, default:
-every other configuration in the runs). The goal: a median ratio over posteriors ≤ 0.8 and
-none above 1.5. A posterior where both never get there is left out of the ratios (listed);
-ours finite and every peer ∞ counts as 0 (ahead), ours ∞ and a peer finite as ∞ (behind).
+every other configuration in the runs). A seed whose run the runner flagged or whose draws
+fail the posterior's reference (the suite's pass/fail) counts as ∞ (:func:`seed_value`). The
+goal: a median ratio over posteriors ≤ 0.8 and none above 1.5. A posterior where both never
+get there is left out of the ratios (listed); ours finite and every peer ∞ counts as 0
+(ahead), ours ∞ and a peer finite as ∞ (behind).
 
 The runs are the shipped baselines by default (their evaluation counts do not depend on the
 machine), or the suite runs stored under a sweep folder::
@@ -62,14 +64,34 @@ def _key(run):
     return None if name is None else (name, run.status.get("label") or run.choices.get("sampler") or run.sampler)
 
 
-def medians(runs) -> dict:
-    """{(posterior, configuration): (median gradients to b² < 0.01 over seeds, seeds)}."""
+def seed_value(run, posterior: str) -> tuple[float, str]:
+    """(one seed's gradients to b² < 0.01, why it is voided or ""): ∞ for a run the runner
+    flagged (stuck, non-finite) or whose draws fail the posterior's reference (the suite's
+    pass/fail), whatever its trace says — a cost to accuracy counts only for a right answer, the
+    rule by which the suite ranks such groups last. Divergence warnings leave the value."""
+    from ckam_bench.report.posteriordb_suite import run_evaluations, run_passes
+
+    value = run_evaluations(run)[0]
+    if run.flags:
+        return math.inf, "flagged"
+    if run_passes(run, posterior) is False:
+        return math.inf, "fails"
+    return value, ""
+
+
+def medians(runs, voided: dict | None = None) -> dict:
+    """{(posterior, configuration): (median over seeds of :func:`seed_value`, seeds)};
+    ``voided`` collects {(posterior, configuration): [reason per voided seed whose trace
+    crosses]}."""
     from ckam_bench.report.posteriordb_suite import run_evaluations
 
     values: dict = {}
     for run in runs:
         if (key := _key(run)) is not None:
-            values.setdefault(key, []).append(run_evaluations(run)[0])
+            value, why = seed_value(run, key[0])
+            values.setdefault(key, []).append(value)
+            if why and voided is not None and math.isfinite(run_evaluations(run)[0]):
+                voided.setdefault(key, []).append(why)
     return {key: (float(np.median(v)), len(v)) for key, v in values.items()}
 
 
@@ -147,7 +169,7 @@ def _ratio_text(value: float) -> str:
     return "–" if math.isnan(value) else ("∞" if math.isinf(value) else f"{value:.2f}")
 
 
-def report(rows: list[dict], ours: str, what: str) -> list[str]:
+def report(rows: list[dict], ours: str, what: str, voided: dict | None = None) -> list[str]:
     lines = [f"Gradients to b² < 0.01 for good, median over seeds, {ours} against the best peer "
              f"configuration of each posterior ({what}; {len(rows)} posteriors)", "",
              f"| posterior | {ours} | best peer | its gradients | ratio |", "|---|---|---|---|---|"]
@@ -181,7 +203,15 @@ def report(rows: list[dict], ours: str, what: str) -> list[str]:
         lines.append(f"above {GOAL_WORST}: " + ", ".join(
             f"{r['posterior']} ({_ratio_text(r['ratio'])}, {r['best_peer']})" for r in above))
     if both_never:
-        lines.append(f"left out, neither gets there within the budget: {', '.join(both_never)}")
+        lines.append(f"left out, neither gets there (within the budget, with draws that pass): {', '.join(both_never)}")
+    if voided:
+        shown = {r["posterior"] for r in rows}
+        reasons = [(c, why) for (p, c), whys in voided.items() if p in shown for why in whys]
+        if reasons:
+            mine = sum(c == ours for c, _ in reasons)
+            fails = sum(why == "fails" for _, why in reasons)
+            lines.append(f"counted as never although b² < 0.01 was reached: {len(reasons)} seeds ({fails} failing "
+                         f"the reference, {len(reasons) - fails} flagged by the runner), {mine} of them {ours}'s")
     return lines
 
 
@@ -220,10 +250,11 @@ def main(argv=None) -> int:
             run.status["label"] = args.ours
         runs = [r for r in runs if _key(r) is None or _key(r)[1] != args.ours] + mine
         what += f", ours: the runs under {args.ours_runs}"
-    rows = table(medians(runs), args.ours, args.peers.split(",") if args.peers else None, efficiency(runs))
+    voided: dict = {}
+    rows = table(medians(runs, voided), args.ours, args.peers.split(",") if args.peers else None, efficiency(runs))
     if not rows:
         ap.exit(2, f"{ap.prog}: no posterior has runs of {args.ours} and of a peer in {what}\n")
-    print("\n".join(report(rows, args.ours, what)))
+    print("\n".join(report(rows, args.ours, what, voided)))
     if args.csv:
         write_csv(rows, args.csv)
     return 0

@@ -747,7 +747,8 @@ def frontier_gradients() -> list[Figure]:
     for r in rows:
         ours, best = float(r["ours"]), float(r["best"])
         figures.append(Figure(SAMPLERS, source, f"| {r['posterior']} | {fmt_count(ours)} | {r['best_peer']} | "
-                              f"{fmt_count(best)} | {r['ratio'] or '–'} |", anchor=FRONTIER_ANCHOR, row=True))
+                              f"{fmt_count(best)} | {(r['ratio'] or '–').replace('inf', '∞')} |", anchor=FRONTIER_ANCHOR,
+                              row=True))
     ratio = _frontier_ratios(source)
     values = list(ratio.values())
     above = [v for v in values if v > 1.5]

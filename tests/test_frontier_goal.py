@@ -23,6 +23,23 @@ def _script():
     return module
 
 
+def test_a_wrong_answer_counts_as_never():
+    """A seed whose trace crosses b² < 0.01 but whose draws fail the reference (or that the
+    runner flagged) is ∞; a divergence warning leaves its value."""
+    from ckam_bench.report import baselines
+
+    runs, _ = baselines.load(baselines.SHIPPED)
+    module = _script()
+    crossing = [r for r in runs if math.isfinite(_grads_to_accuracy(r.trace))]
+    failing = next(r for r in crossing if r.status.get("passes") is False)
+    assert module.seed_value(failing, failing.status["posterior"]) == (math.inf, "fails")
+    warned = next(r for r in crossing if r.status.get("passes") and r.warnings and not r.flags)
+    assert module.seed_value(warned, warned.status["posterior"]) == (_grads_to_accuracy(warned.trace), "")
+    voided: dict = {}
+    module.medians(runs, voided)
+    assert "fails" in voided[(failing.status["posterior"], failing.status["label"])]
+
+
 def test_ratio_conventions():
     ratio = _script().ratio
     assert ratio(100.0, 200.0) == 0.5
@@ -38,8 +55,10 @@ def test_table_from_the_baselines_matches_their_traces():
     module = _script()
     cells = module.medians(runs)
     brute: dict = {}
-    for run in runs:
-        brute.setdefault((run.status["posterior"], run.status["label"]), []).append(_grads_to_accuracy(run.trace))
+    for run in runs:  # a seed that fails the reference, or that the runner flagged, counts as never
+        void = run.status.get("passes") is False or bool(run.status.get("flags") and run.flags)
+        brute.setdefault((run.status["posterior"], run.status["label"]), []).append(
+            math.inf if void else _grads_to_accuracy(run.trace))
     assert cells.keys() == brute.keys()
     for key, values in brute.items():
         assert cells[key] == (float(np.median(values)), len(values)), key
