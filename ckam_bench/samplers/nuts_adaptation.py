@@ -47,6 +47,14 @@ schedule can be compared one at a time.
   otherwise dual averaging runs on without restart, on the mean acceptance statistic, and on
   the symmetric one, 2 min(1, e^Δ)/(1 + e^Δ) per leaf, once late and in the final window; ε is
   capped at π (``max_step``); the last warm-up iteration sets ε to the averaged ε̄;
+  **Converged warm-up** (``converge_cutoff`` c > 0, estimator ``low_rank``): after the early
+  phase, each metric update also asks whether the metric has converged (:func:`converged`:
+  the low-rank estimate from the first half of the foreground's draws, applied to the second
+  half, leaves every variance ratio and eigenvalue within [1/c, c] — a split-half check of the
+  metric, as R-hat is of the chain). If so the metric is frozen there and the final window,
+  its usual ⌊0.15N⌋ iterations, starts at once: the warm-up ends at most N iterations in, and
+  earlier on a posterior whose metric settles early. ``burn_in`` is then the longest warm-up;
+  the trace's ``warmup_end`` column records the iteration it ended.
 * ``step_size`` — the metric is never adapted; ε by Stan's heuristic at t = 0 and dual
   averaging toward ``target_accept`` through the warm-up, ε̄ at its end.
 
@@ -87,11 +95,14 @@ STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
- P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS) = range(19)
+ P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE) = range(20)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending,
-# gradients spent since the last metric update
-S_WINDOW, S_LAST_UPDATE, S_PENDING, S_GRADIENTS = range(4)
-SCHEDULE_STATE = 4
+# gradients spent since the last metric update, the final window's start and the warm-up's end
+# (moved earlier when the metric has converged)
+S_WINDOW, S_LAST_UPDATE, S_PENDING, S_GRADIENTS, S_FINAL, S_END = range(6)
+SCHEDULE_STATE = 6
+CONVERGE_DRAWS = 40
+"""The fewest foreground draws a convergence check splits in halves (20 each)."""
 
 
 # ---------------------------------------------------------------- per-metric operations
@@ -144,6 +155,36 @@ def _metric_low_rank(est, metric, kind, gamma, cutoff):
 
 def _est_metric(est, metric, kind, gamma, cutoff):
     return (_metric_diag if est.ndim == 1 else _metric_low_rank)(est, metric, kind, gamma, cutoff)
+
+
+@jit.jitable
+def converged(est, gamma, c):
+    """Whether the low-rank estimate of the foreground's first half leaves nothing to change on
+    its second half: the estimator run on the second half's draws and gradients in the first
+    half's coordinates y = T⁻¹x, Tᵀg gives every σⱼ² in [1/c, c] and no eigenvalue outside
+    it (on a Gaussian it gives exactly the identity once T is right: there ∇log π(y) = −y + b).
+    False with fewer than :data:`CONVERGE_DRAWS` draws."""
+    n, d = int(est[0, 1]), est.shape[1] // 2
+    if n < CONVERGE_DRAWS:
+        return False
+    h = n // 2
+    rows = est[1:n + 1]
+    ok, sigma, values, vectors = fisher.low_rank_estimate(np.ascontiguousarray(rows[:h, :d]),
+                                                          np.ascontiguousarray(rows[:h, d:]), gamma, c)
+    if not ok:
+        return False
+    metric = nuts_metric.build(sigma, values, vectors)
+    ys, gys = np.empty((n - h, d)), np.empty((n - h, d))
+    for i in range(n - h):
+        nuts_metric.to_y(metric, rows[h + i, :d], ys[i])
+        nuts_metric.grad_to_y(metric, rows[h + i, d:], gys[i])
+    ok, sigma, values, _ = fisher.low_rank_estimate(ys, gys, gamma, c)
+    if not ok or values.shape[0] > 0:
+        return False
+    for j in range(d):
+        if not 1.0 / c <= sigma[j] * sigma[j] <= c:
+            return False
+    return True
 
 
 @jit.jitable
@@ -254,9 +295,9 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, 
     target, gamma, t0, kappa, max_log = (params[P_TARGET], params[P_GAMMA], params[P_T0], params[P_KAPPA],
                                          params[P_MAX_LOG_STEP])
     final_start = int(params[P_FINAL_START])
-    if t >= final_start:  # the final window: ε only
+    if t >= sched[S_FINAL]:  # the final window: ε only
         step = dual_averaging.update_bounded(da, sym, target, gamma, t0, kappa, max_log)
-        if t == burn_in - 1:
+        if t == sched[S_END] - 1:
             step = dual_averaging.final(da)
         return step, metric, 0
     early = t < int(params[P_EARLY_END])
@@ -282,6 +323,10 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, 
     if changed:
         sched[S_LAST_UPDATE] = t
         sched[S_GRADIENTS] = 0.0
+        if not early and params[P_CONVERGE] > 0.0 and est.ndim == 2 and converged(est, params[P_RANK_GAMMA],
+                                                                                  params[P_CONVERGE]):
+            sched[S_FINAL] = t + 1.0  # the metric stays; the final window (ε only) starts now
+            sched[S_END] = t + 1.0 + burn_in - final_start
     step = dual_averaging.update_bounded(da, sym if late else stat, target, gamma, t0, kappa, max_log)
     evals = 0
     if changed and sched[S_PENDING] == 1.0:  # the first change of the metric: search ε again
@@ -337,6 +382,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
     step_only = int(params[P_SCHEDULE]) == STEP_SIZE
     for i in range(n):
         t = t0 + i
+        end = int(sched[S_END]) if nutpie else burn_in  # the warm-up's end: earlier once converged
         z = _normals(rng.random(d), quantile)
         _begin(metric, x, g, y, gy, z, p)
         if t == 0 and burn_in > 0:
@@ -356,12 +402,12 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
         accept_prob[i] = stat
         steps[i] = eps
         depths[i] = depth
-        if t < burn_in:
+        if t < end:
             if step_only:  # the metric stays; dual averaging of ε only
                 step = dual_averaging.update(da, stat, params[P_TARGET], params[P_GAMMA], params[P_T0],
                                              params[P_KAPPA])
                 evals = 0
-                if t == burn_in - 1:
+                if t == end - 1:
                     step = dual_averaging.final(da)
             elif nutpie:
                 step, metric, evals = _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, z,
@@ -371,7 +417,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
                                                   params, work, y, gy, p)
             n_evals += evals
         logps[i] = logp
-        if t >= burn_in:
+        if t >= end:
             samples[n_collected] = x
             n_collected += 1
     return (x, logp, g, step, metric, samples, n_collected, accepted, accept_prob, steps, logps, n_evals,
@@ -411,7 +457,8 @@ class AdaptedNUTSState(GradientState):
     estimator: np.ndarray
     """The estimator state (:mod:`~ckam_bench.adaptation.fisher`: a diagonal pair, or a draw buffer)."""
     schedule: np.ndarray
-    """The schedule's state: main window size, last metric update, first change pending."""
+    """The schedule's state: main window size, last metric update, first change pending, gradients
+    since the last update, the final window's start and the warm-up's end."""
     mean_depth: float = 0.0
     """Mean tree depth of the last block."""
 
@@ -438,6 +485,8 @@ class AdaptedNUTS(NUTS):
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
+    converge_cutoff : c of the convergence check that ends the warm-up early (module docstring;
+        0: off, the fixed warm-up of ``burn_in`` iterations; ``low_rank`` on ``nutpie`` only).
     """
 
     name = "nuts_adapted"
@@ -448,7 +497,8 @@ class AdaptedNUTS(NUTS):
                  base_window: int = 25, early_window: float = 0.3, step_size_window: float = 0.15,
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
-                 eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0):
+                 eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0,
+                 converge_cutoff: float = 0.0):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -485,6 +535,12 @@ class AdaptedNUTS(NUTS):
         self.eigval_cutoff = check_positive("eigval_cutoff", eigval_cutoff)
         if self.eigval_cutoff <= 1.0:
             raise ValueError(f"eigval_cutoff must be > 1, got {eigval_cutoff}")
+        self.converge_cutoff = float(converge_cutoff)
+        if not (math.isfinite(self.converge_cutoff) and (self.converge_cutoff == 0.0 or self.converge_cutoff > 1.0)):
+            raise ValueError(f"converge_cutoff must be 0 (off) or a number > 1, got {converge_cutoff}")
+        if self.converge_cutoff and (estimator != "low_rank" or schedule != "nutpie"):
+            raise ValueError(f"converge_cutoff ends the warm-up of estimator=low_rank on schedule=nutpie, got "
+                             f"estimator={estimator}, schedule={schedule}")
         self.early_end = int(self.early_window * self.burn_in)
         self.final_start = self.burn_in - int(self.step_size_window * self.burn_in)
         if self.schedule == "nutpie":
@@ -495,7 +551,7 @@ class AdaptedNUTS(NUTS):
                          self.step_jitter, self.step_size, self.early_end, self.final_start, self.early_switch,
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
-                         self.early_update_every, self.early_update_gradients],
+                         self.early_update_every, self.early_update_gradients, self.converge_cutoff],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -563,11 +619,13 @@ class AdaptedNUTS(NUTS):
                 _est_update(est, x, grad)
         return AdaptedNUTSState(x=x, logp=logp, t=0, grad=grad, step=self.step_size,
                                 adapt=dual_averaging.init(self.step_size), inv_metric=metric, estimator=est,
-                                schedule=np.array([float(self.window), 0.0, 1.0, 0.0]))
+                                schedule=np.array([float(self.window), 0.0, 1.0, 0.0, float(self.final_start),
+                                                   float(self.burn_in)]))
 
     def advance(self, state: AdaptedNUTSState, n: int):
         da, est, sched = (np.array(a, dtype=float) for a in (state.adapt, state.estimator, state.schedule))
-        sched = np.concatenate([sched, np.zeros(SCHEDULE_STATE - sched.size)])  # a state saved before the 4th slot
+        # a state saved before the 4th slot (0 gradients) or the 5th and 6th (the fixed schedule)
+        sched = np.concatenate([sched, [0.0, self.final_start, self.burn_in][sched.size - 3:]])
         metric = np.array(state.inv_metric, dtype=float)
         args = (np.ascontiguousarray(state.x, dtype=float), float(state.logp),
                 np.ascontiguousarray(state.grad, dtype=float), float(state.step), metric, da, est, sched,
@@ -582,8 +640,10 @@ class AdaptedNUTS(NUTS):
         if metric.ndim == 2:  # the work rows: no part of the state
             metric[nuts_metric.X:nuts_metric.U] = 0.0
         self._count(n_evals)
-        block = _block(self._phase(state.t, n), samples[:k], accepted, accept_prob, steps, logps, 0,
-                       divergent=diverged)
+        # the warm-up's end only moves to after the iteration that moves it: one end for the block
+        end = int(sched[S_END]) if self.schedule == "nutpie" else self.burn_in
+        block = _block((np.arange(state.t, state.t + n) >= end).astype(np.int8), samples[:k], accepted, accept_prob,
+                       steps, logps, 0, divergent=diverged)
         new = AdaptedNUTSState(x=x, logp=float(logp), t=state.t + n, grad=g, step=float(step), adapt=da,
                                inv_metric=metric, estimator=est, schedule=sched,
                                mean_depth=float(np.mean(depths)) if n else 0.0)
@@ -593,6 +653,8 @@ class AdaptedNUTS(NUTS):
         columns = super().trace_columns(state)
         if np.ndim(state.inv_metric) == 2:
             columns["metric_rank"] = float(np.shape(state.inv_metric)[0] - nuts_metric.U)
+        if self.converge_cutoff:
+            columns["warmup_end"] = float(state.schedule[S_END])
         return columns
 
     def describe(self) -> dict:
@@ -614,4 +676,8 @@ class AdaptedNUTS(NUTS):
                         reference_id=self.reference_id)
         if self.estimator == "low_rank":
             info.update(rank_gamma=self.rank_gamma, eigval_cutoff=self.eigval_cutoff)
+        if self.converge_cutoff:
+            info.update(converge_cutoff=self.converge_cutoff,
+                        kernel="fixed after warm-up (metric and averaged step size frozen); the warm-up ends "
+                               "early once the metric has converged")
         return info

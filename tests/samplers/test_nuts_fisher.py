@@ -20,7 +20,7 @@ from ckam_bench.targets.gaussians import Gaussian, gauss2d_corr, gp51, neal100
 from tests.samplers.invariance import assert_stationary, check_moments, run_chains
 from tests import clirun
 
-CONFIGS = ("nuts_fisher", "nuts_fisher_stan", "nuts_stan_nutpie", "nuts_lowrank")
+CONFIGS = ("nuts_fisher", "nuts_fisher_stan", "nuts_stan_nutpie", "nuts_lowrank", "nuts_converged")
 
 
 def _config(name, **overrides):
@@ -201,7 +201,7 @@ def _schedule_run(burn_in, d, **settings):
     x = rng.standard_normal(d)
     metric, est = np.ones(d), fisher.diag_init(d)
     fisher.diag_update(est, x, -x)
-    sched, da, work = np.array([80.0, 0.0, 1.0, 0.0]), np.zeros(5), np.zeros((20, d))
+    sched, da, work = np.array([80.0, 0.0, 1.0, 0.0, s.final_start, burn_in]), np.zeros(5), np.zeros((20, d))
     switches, changes, spent = [], [], rng.integers(1, 41, size=burn_in)
     for t in range(burn_in):
         x, g = rng.standard_normal((2, d))  # g: any numbers, so that each draw changes the estimate
@@ -278,6 +278,64 @@ def test_describe_and_settings():
                             ({"early_update_every": 0}, "early_update_every must be"),
                             ({"early_update_gradients": -1}, "early_update_gradients must be"),
                             ({"early_update_gradients": 2.5}, "early_update_gradients must be")]:
+        with pytest.raises(ValueError, match=f"^{message}"):
+            AdaptedNUTS(**kwargs)
+
+
+# ---------------------------------------------------------------- the converged warm-up
+def _buffer(draws, grads):
+    est = fisher.low_rank_init(draws.shape[1], draws.shape[0] + 2)
+    for x, g in zip(draws, grads):
+        fisher.low_rank_update(est, x, g)
+    return est
+
+
+def test_converged_is_a_split_half_check_of_the_metric():
+    """On exact draws of a Gaussian with their gradients the estimate of either half is the
+    covariance (the Fisher estimator is exact there), so the check passes whatever the scales;
+    halves of different scales, or too few draws, fail it."""
+    from ckam_bench.samplers.nuts_adaptation import CONVERGE_DRAWS, converged
+
+    rng = np.random.default_rng(3)
+    draws, grads, _ = _planted(8, 60, rng)
+    assert converged(_buffer(draws, grads), 1e-5, 1.5)
+    assert not converged(_buffer(draws[:CONVERGE_DRAWS - 1], grads[:CONVERGE_DRAWS - 1]), 1e-5, 1.5)
+    wide = draws.copy()
+    wide[30:, 2] *= 3.0  # the second half 9× wider along one axis: its gradient 3× flatter
+    flat = grads.copy()
+    flat[30:, 2] /= 3.0
+    assert not converged(_buffer(wide, flat), 1e-5, 2.0)
+    draws, grads, _ = _planted(8, 60, rng, strength=0.0)  # independent scales
+    tilted = draws[30:] @ np.diag(np.linspace(0.5, 2.0, 8))  # a change inside [1/2, 2] on each axis ...
+    tilted_g = grads[30:] @ np.diag(1.0 / np.linspace(0.5, 2.0, 8))
+    both = _buffer(np.vstack([draws[:30], tilted]), np.vstack([grads[:30], tilted_g]))
+    assert not converged(both, 1e-5, 2.0)  # ... is a variance ratio up to 4: outside [1/2, 2]
+    assert converged(both, 1e-5, 4.5)
+
+
+def test_the_warm_up_ends_once_converged_and_the_phases_agree():
+    """nuts_converged on a Gaussian: the warm-up ends early (the trace's warmup_end), the
+    iterations before it are warm-up and the draws after it are collected, in any blocks; a
+    state saved before the schedule's last two slots runs the fixed schedule."""
+    target = gp51()
+    s = _config("nuts_converged")()
+    state = s.init(target, None, np.random.default_rng(2))
+    phases, collected = [], 0
+    for n in (37, 100, 1, 262, 100):
+        state, block = s.advance(state, n)
+        phases.append(block.phase)
+        collected += block.samples.shape[0]
+    end = int(s.trace_columns(state)["warmup_end"])
+    assert s.early_end < end < 500  # converged after the early phase, before the longest warm-up
+    phase = np.concatenate(phases)
+    assert phase.tolist() == [0] * end + [1] * (500 - end) and collected == 500 - end
+    assert s.describe()["converge_cutoff"] == 2.0
+    old = s.init(target, None, np.random.default_rng(2))
+    old.schedule = old.schedule[:4]  # a state saved before the converged warm-up existed
+    old, block = s.advance(old, 10)
+    assert old.schedule.size == 6 and list(old.schedule[4:]) == [s.final_start, s.burn_in]
+    for kwargs, message in [({"converge_cutoff": 1.0}, "converge_cutoff must be"),
+                            ({"converge_cutoff": 2.0, "estimator": "fisher"}, "converge_cutoff ends")]:
         with pytest.raises(ValueError, match=f"^{message}"):
             AdaptedNUTS(**kwargs)
 
