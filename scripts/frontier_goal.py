@@ -21,8 +21,9 @@ machine), or the suite runs stored under a sweep folder::
     python scripts/frontier_goal.py --csv docs/tables/frontier_gradients.csv
     python scripts/frontier_goal.py --ours-runs outputs/multirun/mine --peers nutpie,nutpie_lowrank,numpyro_nuts,blackjax_nuts,mams
 
-``--ours-runs FOLDER``: the suite runs stored under FOLDER (one configuration: a user's sweep)
-are "ours", against the baselines' peers (``--peers``) on the posteriors both ran.
+``--ours-runs FOLDER [FOLDER …]``: the suite runs stored under the folders (one configuration:
+a user's sweep, perhaps in parts) are "ours", against the baselines' peers (``--peers``) on the
+posteriors both ran.
 
 Prints the per-posterior table (markdown) and the goal's lines; ``--csv`` writes the table.
 """
@@ -193,9 +194,10 @@ def report(rows: list[dict], ours: str, what: str, voided: dict | None = None) -
     if finite and "ess_ratio" in rows[0]:
         behind = [r["ess_ratio"] for r in rows if not math.isnan(r["ratio"]) and r["ratio"] > LEVEL]
         every = [r["ess_ratio"] for r in rows if not math.isnan(r["ratio"])]
+        where = (f"{min(behind):.2f}–{max(behind):.2f}× on the {len(behind)} where it is behind" if behind
+                 else "behind on none")
         lines.append(f"min ESS per gradient at the runs' ends, {ours} / best peer: median "
-                     f"{np.nanmedian(every):.2f} over {len(every)} posteriors; {min(behind):.2f}–{max(behind):.2f}× on "
-                     f"the {len(behind)} where it is behind")
+                     f"{np.nanmedian(every):.2f} over {len(every)} posteriors; {where}")
         shares = [r["warmup_share"] for r in rows if not math.isnan(r.get("warmup_share", math.nan))]
         lines.append(f"its warm-up's share of its gradients to b² < 0.01: median {np.median(shares):.2f} over "
                      f"{len(shares)} posteriors")
@@ -234,22 +236,22 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", default=None, help="a baselines file or a sweep folder (default: the shipped baselines)")
     ap.add_argument("--ours", default=OURS, help="our configuration's label (default: %(default)s)")
     ap.add_argument("--peers", default=None, help="comma-separated peer samplers (default: every other configuration)")
-    ap.add_argument("--ours-runs", default=None, metavar="FOLDER",
-                    help="a sweep folder whose runs are ours (one configuration), against --runs' peers")
+    ap.add_argument("--ours-runs", default=None, metavar="FOLDER", nargs="+",
+                    help="sweep folders whose runs are ours (one configuration), against --runs' peers")
     ap.add_argument("--csv", default=None, help="also write the per-posterior table here")
     args = ap.parse_args(argv)
-    for flag, value in (("--runs", args.runs), ("--ours-runs", args.ours_runs)):
+    for flag, value in [("--runs", args.runs)] + [("--ours-runs", v) for v in args.ours_runs or ()]:
         if value is not None and not Path(value).exists():
             ap.exit(2, f"{ap.prog}: {flag}: no such file or folder: {value}\n")
     runs, what = load_runs(args.runs)
     if args.ours_runs is not None:
         from ckam_bench.report.aggregate import load_results
 
-        mine = load_results(args.ours_runs).runs
+        mine = [run for folder in args.ours_runs for run in load_results(folder).runs]
         for run in mine:  # one configuration: labelled as ours
             run.status["label"] = args.ours
         runs = [r for r in runs if _key(r) is None or _key(r)[1] != args.ours] + mine
-        what += f", ours: the runs under {args.ours_runs}"
+        what += f", ours: the runs under {', '.join(args.ours_runs)}"
     voided: dict = {}
     rows = table(medians(runs, voided), args.ours, args.peers.split(",") if args.peers else None, efficiency(runs))
     if not rows:

@@ -84,3 +84,25 @@ def test_a_missing_source_is_one_line(tmp_path):
                       text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2 and "no such file or folder" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_ours_from_several_sweep_folders(tmp_path, capsys):
+    """``--ours-runs A B``: the runs of both folders are one configuration, ours, against the
+    baselines' peers; the median is over the seeds of both."""
+    import pandas as pd
+
+    from tests.test_report import make_run
+
+    reach = np.r_[np.full(3, 0.5), np.full(7, 0.001)]  # b² < 0.01 from checkpoint 3 for good
+    for folder, seeds in (("a", (0, 1)), ("b", (2,))):
+        for seed in seeds:
+            grads = np.geomspace(100.0, 1e5, 10) * (seed + 1)
+            make_run(tmp_path / folder, "bimodal", "rw", seed=seed, columns={"bias2": reach, "n_grad": grads, "n_collected": np.arange(10) * 100},
+                     status_extra={"posterior": "earnings-earn_height"})
+    out = tmp_path / "table.csv"
+    assert _script().main(["--ours", "mine", "--ours-runs", str(tmp_path / "a"), str(tmp_path / "b"), "--peers",
+                           "nutpie", "--csv", str(out)]) == 0
+    row = pd.read_csv(out).set_index("posterior").loc["earnings-earn_height"]
+    expected = float(np.median([np.geomspace(100.0, 1e5, 10)[3] * (s + 1) for s in (0, 1, 2)]))
+    assert row["seeds"] == 3 and row["ours"] == round(expected) and row["best_peer"].startswith("nutpie")
+    assert "ours: the runs under" in capsys.readouterr().out
