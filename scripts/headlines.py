@@ -738,46 +738,56 @@ def gradient_rates() -> list[Figure]:
 FRONTIER_ANCHOR = "**Measured: ahead of the best peer? The gradient goal over seeds 0–4**"
 
 
-def frontier_gradients() -> list[Figure]:
-    """Issue 46 §3's gradient goal from the shipped baselines (scripts/frontier_goal.py): its
-    table, goal lines and the ranges of its findings. Counts are exact; ratios of exact counts."""
-    source = "frontier_gradients"
-    rows = read("frontier_gradients.csv")
+def _frontier_lines(source: str, ours: str, anchor: str) -> tuple[list[Figure], dict, dict, list]:
+    """The figures frontier_goal.py prints from a table of ``source``: its rows and the goal's
+    lines for configuration ``ours``; with (ratios, min-ESS ratios, warm-up shares) for more."""
+    rows = read(f"{source}.csv")
     figures = []
     for r in rows:
-        ours, best = float(r["ours"]), float(r["best"])
-        figures.append(Figure(SAMPLERS, source, f"| {r['posterior']} | {fmt_count(ours)} | {r['best_peer']} | "
-                              f"{fmt_count(best)} | {(r['ratio'] or '–').replace('inf', '∞')} |", anchor=FRONTIER_ANCHOR,
+        mine, best = float(r["ours"]), float(r["best"])
+        figures.append(Figure(SAMPLERS, source, f"| {r['posterior']} | {fmt_count(mine)} | {r['best_peer']} | "
+                              f"{fmt_count(best)} | {(r['ratio'] or '–').replace('inf', '∞')} |", anchor=anchor,
                               row=True))
     ratio = _frontier_ratios(source)
     values = list(ratio.values())
     above = [v for v in values if v > 1.5]
     level = [v for v in values if 1 / 1.2 <= v <= 1.2]
     ahead = [v for v in values if v < 1 / 1.2]
-    behind_one = [v for v in values if 1.2 < v <= 1.5]
     figures.append(Figure(
-        SAMPLERS, source, "nuts_lowrank / best peer gradients: median {m:.2f}, worst {w:.2f} over {n:d} posteriors, "
+        SAMPLERS, source, ours + " / best peer gradients: median {m:.2f}, worst {w:.2f} over {n:d} posteriors, "
         "above 1.5 on {k:d} (goal: median ≤ 0.8, none above 1.5): not met",
         {"m": exact(statistics.median(values)), "w": exact(max(values)), "n": exact(len(values)),
-         "k": exact(len(above))}, FRONTIER_ANCHOR))
+         "k": exact(len(above))}, anchor))
     figures.append(Figure(
         SAMPLERS, source, "at the best peer's checkpoint (a ratio within 1.2× of 1) on {l:d} of {n:d}, ahead on {a:d}, "
         "behind on {b:d}", {"l": exact(len(level)), "n": exact(len(values)), "a": exact(len(ahead)),
-                           "b": exact(len(values) - len(level) - len(ahead))}, FRONTIER_ANCHOR))
-    figures.append(Figure(
-        SAMPLERS, source, "**Behind by one checkpoint ({lo:.2f}–{hi:.2f}×) on {k:d}**",
-        {"lo": exact(min(behind_one)), "hi": exact(max(behind_one)), "k": exact(len(behind_one))}, FRONTIER_ANCHOR))
+                           "b": exact(len(values) - len(level) - len(ahead))}, anchor))
     ess = {r["posterior"]: Span.printed(r["ess_ratio"]) for r in rows if r["ess_ratio"]}
     late = [ess[p] for p, v in ratio.items() if v > 1.2]
     shares = [Span.printed(r["warmup_share"]) for r in rows if r["warmup_share"]]
     figures.append(Figure(
-        SAMPLERS, source, "min ESS per gradient at the runs' ends, nuts_lowrank / best peer: median {m:.2f} over {n:d} "
+        SAMPLERS, source, "min ESS per gradient at the runs' ends, " + ours + " / best peer: median {m:.2f} over {n:d} "
         "posteriors; {lo:.2f}–{hi:.2f}× on the {k:d} where it is behind",
         {"m": median([ess[p] for p in ratio]), "n": exact(len(ratio)), "lo": smallest(late), "hi": largest(late),
-         "k": exact(len(late))}, FRONTIER_ANCHOR))
+         "k": exact(len(late))}, anchor))
     figures.append(Figure(
         SAMPLERS, source, "its warm-up's share of its gradients to b² < 0.01: median {m:.2f} over {n:d} posteriors",
-        {"m": median(shares), "n": exact(len(shares))}, FRONTIER_ANCHOR))
+        {"m": median(shares), "n": exact(len(shares))}, anchor))
+    return figures, ratio, ess, shares
+
+
+def frontier_gradients() -> list[Figure]:
+    """Issue 46 §3's gradient goal from the shipped baselines (scripts/frontier_goal.py): its
+    table, goal lines and the ranges of its findings. Counts are exact; ratios of exact counts."""
+    source = "frontier_gradients"
+    figures, ratio, ess, shares = _frontier_lines(source, "nuts_lowrank", FRONTIER_ANCHOR)
+    values = list(ratio.values())
+    ahead = [v for v in values if v < 1 / 1.2]
+    behind_one = [v for v in values if 1.2 < v <= 1.5]
+    late = [ess[p] for p, v in ratio.items() if v > 1.2]
+    figures.append(Figure(
+        SAMPLERS, source, "**Behind by one checkpoint ({lo:.2f}–{hi:.2f}×) on {k:d}**",
+        {"lo": exact(min(behind_one)), "hi": exact(max(behind_one)), "k": exact(len(behind_one))}, FRONTIER_ANCHOR))
     figures.append(Figure(
         SAMPLERS, source, "min ESS per gradient at the runs' ends is {lo:.2f}–{hi:.2f}× the best peer's",
         {"lo": smallest(late), "hi": largest(late)}, FRONTIER_ANCHOR))
@@ -822,10 +832,31 @@ def frontier_warmup() -> list[Figure]:
     ]
 
 
+CONVERGED_ANCHOR = "### The converged warm-up against the best peer"
+
+
+def frontier_converged() -> list[Figure]:
+    """nuts_converged (the warm-up that ends once its metric has converged) against the
+    baselines' peers on their posteriors (scripts/frontier_goal.py --ours-runs)."""
+    source = "frontier_converged"
+    figures, ratio, _, _ = _frontier_lines(source, "nuts_converged", CONVERGED_ANCHOR)
+    values = list(ratio.values())
+    figures.append(Figure(
+        SAMPLERS, source, "**The median goal is met: {m:.2f}** (≤ 0.8) over {n:d} posteriors, ahead of the best peer "
+        "on {a:d} of them", {"m": exact(statistics.median(values)), "n": exact(len(values)),
+                             "a": exact(sum(v < 1 / 1.2 for v in values))}, CONVERGED_ANCHOR))
+    own = list(_frontier_ratios("frontier_converged_self").values())
+    figures.append(Figure(
+        SAMPLERS, "frontier_converged_self", "a median ratio of {m:.2f}, ahead on {a:d} of {n:d}",
+        {"m": exact(statistics.median(own)), "a": exact(sum(v < 1 / 1.2 for v in own)), "n": exact(len(own))},
+        CONVERGED_ANCHOR))
+    return figures
+
+
 # ------------------------------------------------------------------ every figure, and the check
 BUILDERS = (lowrank_updates, lowrank_updates_1733, welford_inflation, ablation_seed0, cpu_goal_figures,
             behind_seeds, posteriordb_seed0, peer_overhead, numpyro_logistic, gradient_rates, frontier_gradients,
-            frontier_warmup)
+            frontier_warmup, frontier_converged)
 NOT_FILES = ("its own table", "computed")
 
 
