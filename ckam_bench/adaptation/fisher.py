@@ -34,9 +34,15 @@ g̃ = (g − ḡ) ∘ σ an orthonormal basis Q (d × m) of the span of all x̃�
 Q = I when 2n ≥ d), their projections Pₓ = X̃Q, P_g = G̃Q and the regularised second moments
 
 .. math::
-    C_x = P_x^\top P_x/\gamma + I, \qquad C_g = P_g^\top P_g/\gamma + I
+    C_x = \frac{P_x^\top P_x}{\gamma n^{r+1}} + I, \qquad C_g = \frac{P_g^\top P_g}{\gamma n^{r+1}} + I,
 
-(γ = 10⁻⁵ as nuts-rs: a ridge of γ/n on the covariances, since n cancels below). The
+so C_x ∝ Cov x̃ + γnʳ·I: a ridge γnʳ on the sample covariances (γ = 10⁻⁵ as nuts-rs). The ridge
+power r is 1 in nuts-rs up to 0.18.0 (nutpie 0.16.8), which scales the draws and gradients by
+1/n before the second moments, and −1 from 0.18.1 on, which does not. It matters when 2n < d:
+a direction in the gradients' span but outside the draws' has C_x = 1 there and C_g ≫ 1, so it
+gets λ ≈ (γnʳ/s)^½, s the rescaled gradients' variance along it. With r = −1, n = 100 and a
+misalignment of a few per cent (s ≈ 10⁻³) that is 10⁻², a scale squeezed a hundredfold (trees
+at the depth limit on radon_all's 388 dimensions); with r = 1 it stays near 1. The
 dense Fisher minimiser in the subspace is the SPD geometric mean of C_x and C_g⁻¹, the unique
 SPD A with A C_g A = C_x,
 
@@ -263,9 +269,10 @@ def spd_geometric_mean(cx, cg):
 
 
 @jit.jitable
-def low_rank_estimate(draws, grads, gamma, cutoff):
+def low_rank_estimate(draws, grads, gamma, cutoff, ridge_power):
     """(ok, σ, λ kept, U (d, k)) from draws and gradients (n, d): the module docstring's
-    estimator; ok is False when some σⱼ is not finite and positive (nothing is estimated)."""
+    estimator with the ridge γnʳ (r = ``ridge_power``); ok is False when some σⱼ is not finite and
+    positive (nothing is estimated)."""
     n, d = draws.shape
     sigma = np.empty(d)
     xs, gs = np.empty((n, d)), np.empty((n, d))
@@ -298,7 +305,8 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
         basis = np.ascontiguousarray(basis)
         px, pg = xs @ basis, gs @ basis
     m = basis.shape[1]
-    cx, cg = (px.T @ px) / gamma, (pg.T @ pg) / gamma
+    scale = gamma * float(n) ** (ridge_power + 1.0)
+    cx, cg = (px.T @ px) / scale, (pg.T @ pg) / scale
     for i in range(m):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
@@ -327,7 +335,7 @@ def low_rank_estimate(draws, grads, gamma, cutoff):
 
 
 @jit.jitable
-def low_rank_metric(est, gamma, cutoff):
+def low_rank_metric(est, gamma, cutoff, ridge_power):
     """(ok, σ, λ, U) of the buffer's foreground draws (:func:`low_rank_estimate`); not ok with
     fewer than 3."""
     end = int(est[0, 1])
@@ -335,4 +343,5 @@ def low_rank_metric(est, gamma, cutoff):
     if end < 3:
         return False, np.ones(d), np.zeros(0), np.zeros((d, 0))
     rows = est[1:end + 1]
-    return low_rank_estimate(np.ascontiguousarray(rows[:, :d]), np.ascontiguousarray(rows[:, d:]), gamma, cutoff)
+    return low_rank_estimate(np.ascontiguousarray(rows[:, :d]), np.ascontiguousarray(rows[:, d:]), gamma, cutoff,
+                             ridge_power)

@@ -95,7 +95,7 @@ STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
- P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE) = range(20)
+ P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE, P_RIDGE_POWER) = range(21)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending,
 # gradients spent since the last metric update, the final window's start and the warm-up's end
 # (moved earlier when the metric has converged)
@@ -135,30 +135,30 @@ def _est_reset(est):
 
 
 @jit.jitable
-def _metric_diag(est, metric, kind, gamma, cutoff):
+def _metric_diag(est, metric, kind, gamma, cutoff, ridge_power):
     """The diagonal inverse metric from the foreground, in place: (metric, changed)."""
     changed = fisher.fisher_into(est, metric) if kind == FISHER else fisher.variance_into(est, metric)
     return metric, changed
 
 
 @jit.jitable
-def _metric_low_rank(est, metric, kind, gamma, cutoff):
+def _metric_low_rank(est, metric, kind, gamma, cutoff, ridge_power):
     """A new low-rank metric array from the foreground (≥ 3 draws; the old one if σ is not
     finite, as nuts-rs, which still counts it as a change): (metric, changed)."""
     if fisher.low_rank_count(est, False) < 3:
         return metric, False
-    ok, sigma, values, vectors = fisher.low_rank_metric(est, gamma, cutoff)
+    ok, sigma, values, vectors = fisher.low_rank_metric(est, gamma, cutoff, ridge_power)
     if ok:
         return nuts_metric.build(sigma, values, vectors), True
     return metric, True
 
 
-def _est_metric(est, metric, kind, gamma, cutoff):
-    return (_metric_diag if est.ndim == 1 else _metric_low_rank)(est, metric, kind, gamma, cutoff)
+def _est_metric(est, metric, kind, gamma, cutoff, ridge_power):
+    return (_metric_diag if est.ndim == 1 else _metric_low_rank)(est, metric, kind, gamma, cutoff, ridge_power)
 
 
 @jit.jitable
-def converged(est, gamma, c):
+def converged(est, gamma, c, ridge_power):
     """Whether the low-rank estimate of the foreground's first half leaves nothing to change on
     its second half: the estimator run on the second half's draws and gradients in the first
     half's coordinates y = T⁻¹x, Tᵀg gives every σⱼ² in [1/c, c] and no eigenvalue outside
@@ -170,7 +170,8 @@ def converged(est, gamma, c):
     h = n // 2
     rows = est[1:n + 1]
     ok, sigma, values, vectors = fisher.low_rank_estimate(np.ascontiguousarray(rows[:h, :d]),
-                                                          np.ascontiguousarray(rows[:h, d:]), gamma, c)
+                                                          np.ascontiguousarray(rows[:h, d:]), gamma, c,
+                                                          ridge_power)
     if not ok:
         return False
     metric = nuts_metric.build(sigma, values, vectors)
@@ -178,7 +179,7 @@ def converged(est, gamma, c):
     for i in range(n - h):
         nuts_metric.to_y(metric, rows[h + i, :d], ys[i])
         nuts_metric.grad_to_y(metric, rows[h + i, d:], gys[i])
-    ok, sigma, values, _ = fisher.low_rank_estimate(ys, gys, gamma, c)
+    ok, sigma, values, _ = fisher.low_rank_estimate(ys, gys, gamma, c, ridge_power)
     if not ok or values.shape[0] > 0:
         return False
     for j in range(d):
@@ -319,12 +320,13 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, 
     sched[S_GRADIENTS] += n_lf
     spent = early and params[P_EARLY_UPDATE_GRADIENTS] > 0.0 and sched[S_GRADIENTS] >= params[P_EARLY_UPDATE_GRADIENTS]
     if switch or spent or t - sched[S_LAST_UPDATE] >= every:
-        metric, changed = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF])
+        metric, changed = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF],
+                                      params[P_RIDGE_POWER])
     if changed:
         sched[S_LAST_UPDATE] = t
         sched[S_GRADIENTS] = 0.0
-        if not early and params[P_CONVERGE] > 0.0 and est.ndim == 2 and converged(est, params[P_RANK_GAMMA],
-                                                                                  params[P_CONVERGE]):
+        if not early and params[P_CONVERGE] > 0.0 and est.ndim == 2 and converged(
+                est, params[P_RANK_GAMMA], params[P_CONVERGE], params[P_RIDGE_POWER]):
             sched[S_FINAL] = t + 1.0  # the metric stays; the final window (ε only) starts now
             sched[S_END] = t + 1.0 + burn_in - final_start
     step = dual_averaging.update_bounded(da, sym if late else stat, target, gamma, t0, kappa, max_log)
@@ -349,7 +351,8 @@ def _stan_adapt(f, t, burn_in, stat, window_ends, x, logp, g, z, metric, da, est
         _est_update(est, x, g)
     for e in range(window_ends.shape[0]):
         if window_ends[e] == t:
-            metric, _ = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF])
+            metric, _ = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF],
+                                      params[P_RIDGE_POWER])
             _est_reset(est)
             _begin(metric, x, g, y, gy, z, p)
             step, evals = _step_search(f, y, logp, gy, p, metric, step, 0.8, 1e-12, 1e7, work[0], work[1], work[2])
@@ -485,6 +488,9 @@ class AdaptedNUTS(NUTS):
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
+    rank_ridge_power : r of the low-rank estimator's ridge γnʳ on the covariances of n draws
+        (:mod:`~ckam_bench.adaptation.fisher`), in [−1, 1]: 1 as nuts-rs up to 0.18.0 (nutpie
+        0.16.8), −1 as nuts-rs from 0.18.1 on (``nuts_lowrank``, the baselines' runs).
     converge_cutoff : c of the convergence check that ends the warm-up early (module docstring;
         0: off, the fixed warm-up of ``burn_in`` iterations; ``low_rank`` on ``nutpie`` only).
     """
@@ -498,7 +504,7 @@ class AdaptedNUTS(NUTS):
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
                  eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0,
-                 converge_cutoff: float = 0.0):
+                 converge_cutoff: float = 0.0, rank_ridge_power: float = 1.0):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -533,6 +539,9 @@ class AdaptedNUTS(NUTS):
         self.step_jitter = check_fraction("step_jitter", step_jitter, -1e-12, 1.0)
         self.rank_gamma = check_positive("rank_gamma", rank_gamma)
         self.eigval_cutoff = check_positive("eigval_cutoff", eigval_cutoff)
+        self.rank_ridge_power = float(rank_ridge_power)
+        if not -1.0 <= self.rank_ridge_power <= 1.0:
+            raise ValueError(f"rank_ridge_power must be a number in [-1, 1], got {rank_ridge_power}")
         if self.eigval_cutoff <= 1.0:
             raise ValueError(f"eigval_cutoff must be > 1, got {eigval_cutoff}")
         self.converge_cutoff = float(converge_cutoff)
@@ -551,7 +560,8 @@ class AdaptedNUTS(NUTS):
                          self.step_jitter, self.step_size, self.early_end, self.final_start, self.early_switch,
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
-                         self.early_update_every, self.early_update_gradients, self.converge_cutoff],
+                         self.early_update_every, self.early_update_gradients, self.converge_cutoff,
+                         self.rank_ridge_power],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -675,7 +685,8 @@ class AdaptedNUTS(NUTS):
             info.update(metric=f"fixed: the certified reference's {'covariance' if 'dense' in self.estimator else 'variance'}",
                         reference_id=self.reference_id)
         if self.estimator == "low_rank":
-            info.update(rank_gamma=self.rank_gamma, eigval_cutoff=self.eigval_cutoff)
+            info.update(rank_gamma=self.rank_gamma, eigval_cutoff=self.eigval_cutoff,
+                        rank_ridge_power=self.rank_ridge_power)
         if self.converge_cutoff:
             info.update(converge_cutoff=self.converge_cutoff,
                         kernel="fixed after warm-up (metric and averaged step size frozen); the warm-up ends "

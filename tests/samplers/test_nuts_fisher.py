@@ -98,12 +98,15 @@ def test_geometric_mean_solves_a_cg_a_equals_cx():
     np.testing.assert_allclose(fisher.spd_geometric_mean(cx, np.linalg.inv(cx)), cx, atol=1e-9)  # Cov g = Σ⁻¹
 
 
-@pytest.mark.parametrize("d, n, error", [(10, 4000, 0.03), (50, 200, 0.06)])
-def test_low_rank_recovers_a_planted_direction(d, n, error):
+@pytest.mark.parametrize("d, n, error, ridge_power", [(10, 4000, 0.03, -1.0), (50, 200, 0.06, -1.0),
+                                                      (10, 400, 0.06, 1.0), (50, 200, 0.06, 1.0)])
+def test_low_rank_recovers_a_planted_direction(d, n, error, ridge_power):
     """On N(0, Σ) with one direction 100× stronger the estimate is Σ itself (its population limit),
-    up to sampling error; with n < d/2 through the basis of the draws' and gradients' span."""
+    up to sampling error; with n < d/2 through the basis of the draws' and gradients' span. (With
+    r = 1 the ridge γn is a pseudo-count of γn² draws: 160 at n = 4000, which shrinks the planted
+    direction by 28 %; at the few hundred draws of a warm-up window it is under one.)"""
     draws, grads, cov = _planted(d, n, np.random.default_rng(d))
-    ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0)
+    ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0, ridge_power)
     assert ok and 1 <= len(values) < d
     np.testing.assert_allclose(vectors.T @ vectors, np.eye(len(values)), atol=1e-10)
     assert np.all((values > 2.0) | (values < 0.5))
@@ -127,10 +130,42 @@ def test_low_rank_with_four_early_draws_stays_positive_definite():
                       [9.75069995, 1.04388013, 0.403327682, -0.616864219, -1.46789009, -2.45840176, -189.847986],
                       [1.86657522, 0.811098583, 0.110485699, -1.05100132, -1.95039835, -3.06090586, -191.009344],
                       [487.616980, -714.231417, -695.493409, -777.919643, -782.354923, -800.132729, 379.454048]])
-    ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0)
-    assert ok and np.all(np.isfinite(values)) and np.all(values > 1e-6)
-    metric = nuts_metric.pack(sigma, values, vectors)
-    assert np.all(np.isfinite(metric)) and np.all(np.linalg.eigvalsh(nuts_metric.inverse_metric(metric)) > 0)
+    for ridge_power in (1.0, -1.0):
+        ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0, ridge_power)
+        assert ok and np.all(np.isfinite(values)) and np.all(values > 1e-6)
+        metric = nuts_metric.pack(sigma, values, vectors)
+        assert np.all(np.isfinite(metric)) and np.all(np.linalg.eigvalsh(nuts_metric.inverse_metric(metric)) > 0)
+
+
+def test_the_ridge_power_is_gamma_times_n_to_the_r():
+    """The ridge γnʳ: power r with γ is power −1 with γn^(r+1) (the same estimate); and with
+    2n < d on a Gaussian whose precision is I plus a weak random coupling (d = 388, as radon_all's
+    county intercepts, n = 100 draws), r = −1 (nuts-rs from 0.18.1) squeezes directions where the
+    gradients' span leaves the draws' (λ ~10⁻⁴: M⁻¹Σ⁻¹'s condition number ~10⁴, trees at the depth
+    limit), while r = 1 (nuts-rs up to 0.18.0) keeps the metric within a factor 2 of Σ."""
+    rng = np.random.default_rng(11)
+    d, n = 388, 100
+    coupling = rng.standard_normal((d, d)) * 0.2 / math.sqrt(d)
+    precision = np.eye(d) + (coupling + coupling.T)
+    cov = np.linalg.inv(precision)
+    draws = rng.standard_normal((n, d)) @ np.linalg.cholesky(cov).T
+    grads = -draws @ precision
+    a = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0, 1.0)
+    b = fisher.low_rank_estimate(draws, grads, 1e-5 * n * n, 2.0, -1.0)
+    for x, y in zip(a[1:], b[1:]):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+    def spread(ridge_power):
+        ok, sigma, values, vectors = fisher.low_rank_estimate(draws, grads, 1e-5, 2.0, ridge_power)
+        assert ok
+        root = np.linalg.cholesky(nuts_metric.inverse_metric(nuts_metric.pack(sigma, values, vectors)))
+        eig = np.linalg.eigvalsh(root.T @ precision @ root)  # of M⁻¹Σ⁻¹: 1 for the exact metric
+        return values, eig.max() / eig.min()
+
+    values, condition = spread(-1.0)
+    assert values.min() < 1e-3 and condition > 1000.0
+    values, condition = spread(1.0)
+    assert condition < 4.0
 
 
 def test_low_rank_buffer_keeps_foreground_and_background():
@@ -298,19 +333,19 @@ def test_converged_is_a_split_half_check_of_the_metric():
 
     rng = np.random.default_rng(3)
     draws, grads, _ = _planted(8, 60, rng)
-    assert converged(_buffer(draws, grads), 1e-5, 1.5)
-    assert not converged(_buffer(draws[:CONVERGE_DRAWS - 1], grads[:CONVERGE_DRAWS - 1]), 1e-5, 1.5)
+    assert converged(_buffer(draws, grads), 1e-5, 1.5, 1.0)
+    assert not converged(_buffer(draws[:CONVERGE_DRAWS - 1], grads[:CONVERGE_DRAWS - 1]), 1e-5, 1.5, 1.0)
     wide = draws.copy()
     wide[30:, 2] *= 3.0  # the second half 9× wider along one axis: its gradient 3× flatter
     flat = grads.copy()
     flat[30:, 2] /= 3.0
-    assert not converged(_buffer(wide, flat), 1e-5, 2.0)
+    assert not converged(_buffer(wide, flat), 1e-5, 2.0, 1.0)
     draws, grads, _ = _planted(8, 60, rng, strength=0.0)  # independent scales
     tilted = draws[30:] @ np.diag(np.linspace(0.5, 2.0, 8))  # a change inside [1/2, 2] on each axis ...
     tilted_g = grads[30:] @ np.diag(1.0 / np.linspace(0.5, 2.0, 8))
     both = _buffer(np.vstack([draws[:30], tilted]), np.vstack([grads[:30], tilted_g]))
-    assert not converged(both, 1e-5, 2.0)  # ... is a variance ratio up to 4: outside [1/2, 2]
-    assert converged(both, 1e-5, 4.5)
+    assert not converged(both, 1e-5, 2.0, 1.0)  # ... is a variance ratio up to 4: outside [1/2, 2]
+    assert converged(both, 1e-5, 4.5, 1.0)
 
 
 def test_the_warm_up_ends_once_converged_and_the_phases_agree():
@@ -335,7 +370,9 @@ def test_the_warm_up_ends_once_converged_and_the_phases_agree():
     old, block = s.advance(old, 10)
     assert old.schedule.size == 6 and list(old.schedule[4:]) == [s.final_start, s.burn_in]
     for kwargs, message in [({"converge_cutoff": 1.0}, "converge_cutoff must be"),
-                            ({"converge_cutoff": 2.0, "estimator": "fisher"}, "converge_cutoff ends")]:
+                            ({"converge_cutoff": 2.0, "estimator": "fisher"}, "converge_cutoff ends"),
+                            ({"rank_ridge_power": 2.0}, "rank_ridge_power must be a number in"),
+                            ({"rank_ridge_power": float("nan")}, "rank_ridge_power must be a number in")]:
         with pytest.raises(ValueError, match=f"^{message}"):
             AdaptedNUTS(**kwargs)
 
