@@ -37,12 +37,8 @@ Q = I when 2n ≥ d), their projections Pₓ = X̃Q, P_g = G̃Q and the regulari
     C_x = \frac{P_x^\top P_x}{\gamma n^{r+1}} + I, \qquad C_g = \frac{P_g^\top P_g}{\gamma n^{r+1}} + I,
 
 so C_x ∝ Cov x̃ + γnʳ·I: a ridge γnʳ on the sample covariances (γ = 10⁻⁵ as nuts-rs). The ridge
-power r is 1 in nuts-rs up to 0.18.0 (nutpie 0.16.8), which scales the draws and gradients by
-1/n before the second moments, and −1 from 0.18.1 on, which does not. It matters when 2n < d:
-a direction in the gradients' span but outside the draws' has C_x = 1 there and C_g ≫ 1, so it
-gets λ ≈ (γnʳ/s)^½, s the rescaled gradients' variance along it. With r = −1, n = 100 and a
-misalignment of a few per cent (s ≈ 10⁻³) that is 10⁻², a scale squeezed a hundredfold (trees
-at the depth limit on radon_all's 388 dimensions); with r = 1 it stays near 1. The
+power r is −1 in nuts-rs from 0.18.1 on (C_x = nCov/γ + I: a pseudo-count of γ draws) and 1 up
+to 0.18.0 (nutpie 0.16.8), which scales the draws and gradients by 1/n first. The
 dense Fisher minimiser in the subspace is the SPD geometric mean of C_x and C_g⁻¹, the unique
 SPD A with A C_g A = C_x,
 
@@ -50,9 +46,9 @@ SPD A with A C_g A = C_x,
     A = C_g^{-1/2}\,\bigl(C_g^{1/2} C_x C_g^{1/2}\bigr)^{1/2}\,C_g^{-1/2}
 
 (on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ (computed as the
-singular pairs of a factor GGᵀ = A, :func:`geometric_mean_factor`, and clipped to the range
-[1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows: rounding leaves it when
-a few early draws make the eigenvalues span ~16 decades),
+singular pairs of a factor GGᵀ = A from Cholesky factors, :func:`geometric_mean_factor`, which
+never forms a product of C_x and C_g, whose eigenvalues reach (nVar/γ)² ~ 10¹⁵; clipped to the
+range [1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows),
 the eigenpairs with λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
 is diag(σ)(I + U(Λ − I)Uᵀ)diag(σ) (:mod:`~ckam_bench.samplers.nuts_metric`): exactly the
 diagonal estimate outside span(U), the geometric mean inside. The draws are kept in a buffer
@@ -72,16 +68,10 @@ from ckam_bench.adaptation import welford
 
 # The decompositions of the jitable estimators below, the same LAPACK routines on the same
 # library in a kernel and in its Python loop: numba's np.linalg calls scipy's LAPACK (syevd,
-# gesdd, geqrf/orgqr); numpy's own np.linalg calls the LAPACK bundled with numpy, whose last
+# gesdd, geqrf/orgqr, potrf); numpy's own np.linalg calls the LAPACK bundled with numpy, whose last
 # bits differ from scipy's when their OpenBLAS builds differ (numpy 2.5.5's 0.3.34 against
 # scipy 1.18.1's 0.3.31: np.linalg.svd of 2 x 2 matrices differs in most last bits), so the
 # Python loop calls scipy.linalg with those drivers and a kernel np.linalg.
-def _eigh(a):
-    import scipy.linalg
-
-    return scipy.linalg.eigh(a, driver="evd")
-
-
 def _eigvalsh(a):
     import scipy.linalg
 
@@ -100,12 +90,14 @@ def _qr(a):
     return scipy.linalg.qr(a, mode="economic")
 
 
+def _cholesky(a):
+    import scipy.linalg
+
+    return scipy.linalg.cholesky(a, lower=True)
+
+
 if jit.AVAILABLE:
     from numba.extending import overload
-
-    @overload(_eigh)
-    def _eigh_compiled(a):
-        return lambda a: np.linalg.eigh(a)
 
     @overload(_eigvalsh)
     def _eigvalsh_compiled(a):
@@ -118,6 +110,10 @@ if jit.AVAILABLE:
     @overload(_qr)
     def _qr_compiled(a):
         return lambda a: np.linalg.qr(a)
+
+    @overload(_cholesky)
+    def _cholesky_compiled(a):
+        return lambda a: np.linalg.cholesky(a)
 
 LOWER, UPPER = 1e-20, 1e20
 
@@ -239,26 +235,29 @@ def geometric_mean_factor(cx, cg):
 
 @jit.jitable
 def _factor_and_top(cx, cg):
-    """(G, λmax(cg)): G with GGᵀ = A, the SPD A with A·cg·A = cx. With cg = W diag(w) Wᵀ and
-    K = diag(√w)Wᵀ·cx·W diag(√w) = Z diag(κ) Zᵀ, A = W diag(w^−½) Z diag(κ^½) Zᵀ diag(w^−½) Wᵀ,
-    so G = W diag(w^−½) Z diag(κ^¼): A's eigenpairs are then G's singular pairs, whose values
-    are never negative (forming A first loses its smallest eigenvalues to rounding, even below
-    0, when cg's eigenvalues span many decades, as a few early draws give)."""
-    w, wv = _eigh(cg)
-    m = w.shape[0]
-    half, inv_half = np.empty((m, m)), np.empty((m, m))
-    for i in range(m):
-        for j in range(m):
-            root = math.sqrt(max(w[j], 1e-300))
-            half[i, j] = wv[i, j] * root
-            inv_half[i, j] = wv[i, j] / root
-    k = half.T @ cx @ half
-    kappa, z = _eigh(0.5 * (k + k.T))
-    g = inv_half @ z
-    for i in range(m):
-        for j in range(m):
-            g[i, j] *= max(kappa[j], 0.0) ** 0.25
-    return g, w[m - 1]
+    """(G, λmax(cg)): G with GGᵀ = A, the SPD A with A·cg·A = cx. With the Cholesky factors
+    cg = LLᵀ, cx = MMᵀ and the SVD MᵀL = UΣVᵀ, A = L⁻ᵀVΣVᵀL⁻¹ (then A·cg·A = L⁻ᵀ(LᵀcxL)L⁻¹ = cx,
+    since (MᵀL)ᵀ(MᵀL) = VΣ²Vᵀ), so G = L⁻ᵀVΣ^½: A's eigenpairs are G's singular pairs, never
+    negative. This never forms a product of cx and cg: its singular values carry an error of
+    ε·‖MᵀL‖, about √(λmax(cx)·λmax(cg))·ε, where the eigenvalues of cg^½·cx·cg^½ carry
+    λmax(cx)·λmax(cg)·ε; with γ = 10⁻⁵ and 100 draws that product reaches ~10¹⁵, and its
+    eigenvalues near 1, A's in the directions only the ridge fills, came out as noise, even
+    negative (radon_all's 388 county intercepts: M⁻¹Σ⁻¹'s condition number 9·10⁴, trees at the
+    depth limit)."""
+    low = _cholesky(cg)
+    m = low.shape[0]
+    _, sv, vt = _svd(_cholesky(cx).T @ low)
+    g = np.empty((m, m))
+    for c in range(m):  # back substitution: Lᵀ·g[:, c] = v_c, then the column times √σ_c
+        root = math.sqrt(sv[c])
+        for i in range(m - 1, -1, -1):
+            acc = vt[c, i]
+            for k in range(i + 1, m):
+                acc -= low[k, i] * g[k, c]
+            g[i, c] = acc / low[i, i]
+        for i in range(m):
+            g[i, c] *= root
+    return g, _eigvalsh(cg)[m - 1]
 
 
 @jit.jitable
@@ -313,8 +312,7 @@ def low_rank_estimate(draws, grads, gamma, cutoff, ridge_power):
     factor, top_g = _factor_and_top(cx, cg)
     vectors, roots, _ = _svd(factor)
     # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
-    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding can leave the range below (the smallest
-    # eigenvalues of a product whose eigenvalues span ~16 decades), never the true λ
+    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding may leave it by a few ulps, never the true λ
     low = 1.0 / math.sqrt(top_g)
     high = math.sqrt(_eigvalsh(cx)[m - 1])
     values = np.empty(m)

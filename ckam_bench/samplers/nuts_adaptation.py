@@ -489,8 +489,8 @@ class AdaptedNUTS(NUTS):
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
     rank_ridge_power : r of the low-rank estimator's ridge γnʳ on the covariances of n draws
-        (:mod:`~ckam_bench.adaptation.fisher`), in [−1, 1]: 1 as nuts-rs up to 0.18.0 (nutpie
-        0.16.8), −1 as nuts-rs from 0.18.1 on (``nuts_lowrank``, the baselines' runs).
+        (:mod:`~ckam_bench.adaptation.fisher`), in [−1, 1]: −1 as nuts-rs from 0.18.1 on (a
+        pseudo-count of γ draws), 1 as nuts-rs up to 0.18.0 (nutpie 0.16.8).
     converge_cutoff : c of the convergence check that ends the warm-up early (module docstring;
         0: off, the fixed warm-up of ``burn_in`` iterations; ``low_rank`` on ``nutpie`` only).
     """
@@ -504,7 +504,7 @@ class AdaptedNUTS(NUTS):
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
                  eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0,
-                 converge_cutoff: float = 0.0, rank_ridge_power: float = 1.0):
+                 converge_cutoff: float = 0.0, rank_ridge_power: float = -1.0):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
