@@ -194,7 +194,9 @@ def test_pack_in_parts_equals_one_pack(sweeps, tmp_path):
     give the runs and verdicts of one pack, the stamp's ``parts`` holding each part's command
     and CPU-hours; a group with fewer seeds than the others is left out, not packed; a part
     with nothing new, or another budget, is refused in one line naming the argument (exit 2)
-    and the file is left as it was. ``missing`` prints the sweep that makes the rest."""
+    and the file is left as it was. ``--replace SAMPLER`` packs a sampler's runs again (after
+    a fix), refused when the folder has fewer of its configurations than the file. ``missing``
+    prints the sweep that makes the rest."""
     import shutil
 
     peers, mine, packed, stamp = sweeps
@@ -232,6 +234,20 @@ def test_pack_in_parts_equals_one_pack(sweeps, tmp_path):
                        "x", "--add"], env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "invalid argument: --add:" in proc.stderr
     assert not (tmp_path / "absent.parquet").exists() and out.read_bytes() == before
+    for extra, message in [(["--replace", "nuts"], "--replace: replaces a sampler's runs"),
+                           (["--add", "--replace", "mams"], "--replace: ")]:
+        proc = clirun.run([*command, "pack", str(peers), str(out), "--command", "x", *extra],
+                          env=ENV, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"invalid argument: {message}" in proc.stderr
+    with pytest.raises(baselines.BaselinesError, match="fewer whole groups of nuts"):
+        baselines.pack(first, out, "one configuration", add=True, replace="nuts")  # 0.9 would go
+    assert out.read_bytes() == before
+    again = baselines.pack(peers, out, "nuts again", add=True, replace="nuts")  # re-run after a fix
+    assert again["parts"][-1]["replaced"] == {"sampler": "nuts", "runs": 4} and again["runs"] == 4
+    for run in baselines.load(out)[0]:
+        same = whole[(run.status["label"], run.seed)]
+        assert run_evaluations(run) == run_evaluations(same) and run.status["passes"] == same.status["passes"]
     proc = clirun.run([*command, "missing", str(out)], env=ENV, capture_output=True, text=True,
                       timeout=300)
     assert proc.returncode == 0, proc.stderr

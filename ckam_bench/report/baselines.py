@@ -31,7 +31,7 @@ user's suite runs, a reference id), and :func:`attach` puts the baselines on a
 
 Command line (:mod:`ckam_bench.report.baselines_cli`)::
 
-    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..." [--add]
+    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..." [--add [--replace SAMPLER]]
     ckam-bench-baselines show FILE
     ckam-bench-baselines missing FILE      # the sweep that makes the posteriors FILE lacks
 """
@@ -157,14 +157,18 @@ def _suite_runs(results: Results) -> list[tuple[StoredRun, str]]:
     return [(run, name) for run in results.runs if (name := _posterior(run)) is not None]
 
 
-def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
+def pack(results_folder, out_file, command: str, add: bool = False, replace: str | None = None) -> dict:
     """Write the suite runs under ``results_folder`` to ``out_file`` (module docstring);
     returns the stamp. A group (posterior × sampler configuration) is packed whole or not at
     all: one with fewer seeds than the others (a sweep stopped part-way) is left out and listed
     in the stamp's ``left_out``. ``add`` merges the groups into the existing baselines file
     ``out_file`` (a suite regenerated in parts: :func:`missing`): groups already there are kept
     as they are, the budget and the installed versions must be the file's, and each part's
-    command, commit, time and CPU-hours are kept in the stamp's ``parts``. Raises
+    command, commit, time and CPU-hours are kept in the stamp's ``parts``. ``replace`` (with
+    ``add``) names a sampler whose runs in ``out_file`` are dropped and made again from the
+    folder (a configuration re-run after a fix): the folder must hold whole groups of it on
+    every posterior the file had it on; the part records the sampler and the runs it dropped.
+    Raises
     :class:`BaselinesError` when there is no suite run, the runs have several budgets, or
     ``out_file`` exists and is not a baselines file (never overwritten)."""
     from ckam_bench.report import ranking
@@ -177,6 +181,8 @@ def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
     old_stamp, old = None, None
     if add and not out.is_file():
         raise BaselinesError("--add", f"{out} does not exist: pack the first part without --add")
+    if replace is not None and not add:
+        raise BaselinesError("--replace", "replaces a sampler's runs in an existing file: use it with --add")
     if out.exists():
         try:
             old_stamp = read_stamp(out)
@@ -203,6 +209,24 @@ def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
     names_of = {run.run_id: name for run, name in suite}
     whole = set(old_stamp["seeds"]) if add else set().union(*(g.seeds for g in groups))
     old_runs = load(out)[0] if add else []
+    dropped = [run for run in old_runs if run.sampler == replace]
+    if replace is not None:
+        if not dropped:
+            raise BaselinesError("--replace", f"{out} has no run of sampler {replace!r}")
+        def configurations(pairs):  # posterior -> how many configurations of the sampler
+            counts = {}
+            for name, key in set(pairs):
+                counts[name] = counts.get(name, 0) + 1
+            return counts
+
+        have = configurations((_posterior(run), run.config_key) for run in dropped)
+        new = configurations((names_of[g.runs[0].run_id], g.key) for g in groups
+                             if g.runs[0].sampler == replace and set(g.seeds) == whole)
+        lost = sorted(name for name, k in have.items() if new.get(name, 0) < k)
+        if lost:
+            raise BaselinesError("--replace", f"{folder} has fewer whole groups of {replace} than "
+                                              f"{out} on {len(lost)} posteriors: {', '.join(lost[:5])}")
+        old_runs = [run for run in old_runs if run.sampler != replace]
     present = {run.config_key for run in old_runs}
     # labels over every group the file will hold, so a part's labels are the whole file's
     label_of = {g.key: g.label for g in group_runs(
@@ -223,6 +247,7 @@ def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
             diagnostics[run.run_id] = (seeds["rhat"], seeds["mcse"], group.seeds)
     if add:
         old = pd.read_parquet(out)
+        old = old[old["sampler"] != replace] if replace is not None else old
         old["label"] = old["run_id"].map({r.run_id: label_of[r.config_key] for r in old_runs})
     if not labels:
         raise BaselinesError("FOLDER", f"no whole group to pack under {folder}"
@@ -268,6 +293,8 @@ def pack(results_folder, out_file, command: str, add: bool = False) -> dict:
             "cpu_hours": sum(_cpu_seconds(run) for run in runs) / 3600.0,
             "left_out": [f"{item.path.name}: {item.reason}" for item in results.skipped] + left_out,
             "groups_already_there": kept_old}
+    if replace is not None:
+        part["replaced"] = {"sampler": replace, "runs": len(dropped)}
     parts = (old_stamp.get("parts") or [_first_part(old_stamp)] if add else []) + [part]
     everything = sorted(set(table["posterior"]))
     stamp = {

@@ -2,7 +2,7 @@
 parts: ``--add``), show one, or print the sweep that makes the posteriors a file lacks
 (:mod:`ckam_bench.report.baselines`; docs/posteriordb.md, "Baselines").
 
-    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..." [--add]
+    ckam-bench-baselines pack FOLDER OUT --command "ckam-bench -m ..." [--add [--replace SAMPLER]]
     ckam-bench-baselines show FILE
     ckam-bench-baselines missing FILE
 """
@@ -69,6 +69,9 @@ def parser() -> argparse.ArgumentParser:
     packing.add_argument("--add", action="store_true",
                          help="merge into the existing OUT: a suite regenerated in parts (the "
                               "groups OUT has are kept; budget and versions must be OUT's)")
+    packing.add_argument("--replace", metavar="SAMPLER",
+                         help="with --add: drop OUT's runs of SAMPLER and pack them again from "
+                              "FOLDER (a configuration re-run after a fix)")
     lacking = sub.add_parser("missing", help="print the sweep that makes the suite posteriors "
                                              "FILE has no runs of")
     lacking.add_argument("file", type=Path, metavar="FILE")
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = "ckam-bench-baselines"
     try:
         if args.action == "pack":
-            stamp = pack(args.folder, args.out, args.command, add=args.add)
+            stamp = pack(args.folder, args.out, args.command, add=args.add, replace=args.replace)
             part = stamp["parts"][-1]
             print(f"baselines: {stamp['runs']} runs ({len(stamp['posteriors'])} posteriors × "
                   f"{len(stamp['configurations'])} sampler configurations × "
@@ -90,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{stamp['cpu_hours']:.3g} CPU-hours) -> {args.out}"
                   + (f"; this part {part['runs']} runs, {part['cpu_hours']:.3g} CPU-hours, "
                      f"{part['groups_already_there']} groups already there kept" if args.add else "")
+                  + (f"; {part['replaced']['runs']} runs of {args.replace} replaced"
+                     if "replaced" in part else "")
                   + (f"; {len(part['left_out'])} left out (show lists them)"
                      if part["left_out"] else ""))
         elif args.action == "missing":
