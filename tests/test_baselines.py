@@ -244,7 +244,10 @@ def test_pack_in_parts_equals_one_pack(sweeps, tmp_path):
         baselines.pack(first, out, "one configuration", add=True, replace="nuts")  # 0.9 would go
     assert out.read_bytes() == before
     again = baselines.pack(peers, out, "nuts again", add=True, replace="nuts")  # re-run after a fix
-    assert again["parts"][-1]["replaced"] == {"sampler": "nuts", "runs": 4} and again["runs"] == 4
+    replaced = again["parts"][-1]["replaced"]
+    assert replaced["sampler"] == "nuts" and replaced["runs"] == 4 and again["runs"] == 4
+    assert replaced["cpu_hours"] > 0 and again["cpu_hours"] == pytest.approx(
+        both["cpu_hours"] + again["parts"][-1]["cpu_hours"] - replaced["cpu_hours"])
     for run in baselines.load(out)[0]:
         same = whole[(run.status["label"], run.seed)]
         assert run_evaluations(run) == run_evaluations(same) and run.status["passes"] == same.status["passes"]

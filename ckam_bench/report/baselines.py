@@ -167,7 +167,8 @@ def pack(results_folder, out_file, command: str, add: bool = False, replace: str
     command, commit, time and CPU-hours are kept in the stamp's ``parts``. ``replace`` (with
     ``add``) names a sampler whose runs in ``out_file`` are dropped and made again from the
     folder (a configuration re-run after a fix): the folder must hold whole groups of it on
-    every posterior the file had it on; the part records the sampler and the runs it dropped.
+    every posterior the file had it on; the part records the sampler, the runs it dropped and
+    their CPU-hours (from their last ``sampler_seconds``), which the stamp's total leaves out.
     Raises
     :class:`BaselinesError` when there is no suite run, the runs have several budgets, or
     ``out_file`` exists and is not a baselines file (never overwritten)."""
@@ -293,8 +294,11 @@ def pack(results_folder, out_file, command: str, add: bool = False, replace: str
             "cpu_hours": sum(_cpu_seconds(run) for run in runs) / 3600.0,
             "left_out": [f"{item.path.name}: {item.reason}" for item in results.skipped] + left_out,
             "groups_already_there": kept_old}
-    if replace is not None:
-        part["replaced"] = {"sampler": replace, "runs": len(dropped)}
+    if replace is not None:  # the CPU the dropped runs had cost, from their last sampler_seconds
+        rows = pd.read_parquet(out, columns=["run_id", "sampler", "sampler_seconds"])
+        rows = rows[rows["sampler"] == replace]
+        spent = float(pd.to_numeric(rows["sampler_seconds"], errors="coerce").groupby(rows["run_id"]).max().sum())
+        part["replaced"] = {"sampler": replace, "runs": len(dropped), "cpu_hours": spent / 3600.0}
     parts = (old_stamp.get("parts") or [_first_part(old_stamp)] if add else []) + [part]
     everything = sorted(set(table["posterior"]))
     stamp = {
@@ -312,7 +316,7 @@ def pack(results_folder, out_file, command: str, add: bool = False, replace: str
         "configurations": sorted(set(table["label"])),
         "posteriors": everything,
         "runs": int(table["run_id"].nunique()),
-        "cpu_hours": sum(p["cpu_hours"] for p in parts),
+        "cpu_hours": sum(p["cpu_hours"] - (p.get("replaced") or {}).get("cpu_hours", 0.0) for p in parts),
         "machine_dependent": list(MACHINE_DEPENDENT),
         "left_out": part["left_out"],
         "parts": parts,
