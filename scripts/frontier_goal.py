@@ -237,7 +237,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ours", default=OURS, help="our configuration's label (default: %(default)s)")
     ap.add_argument("--peers", default=None, help="comma-separated peer samplers (default: every other configuration)")
     ap.add_argument("--ours-runs", default=None, metavar="FOLDER", nargs="+",
-                    help="sweep folders whose runs are ours (one configuration), against --runs' peers")
+                    help="sweep folders whose runs are ours (one configuration; of a sweep of several "
+                         "samplers, the runs of sampler --ours), against --runs' peers")
     ap.add_argument("--csv", default=None, help="also write the per-posterior table here")
     args = ap.parse_args(argv)
     for flag, value in [("--runs", args.runs)] + [("--ours-runs", v) for v in args.ours_runs or ()]:
@@ -248,6 +249,8 @@ def main(argv=None) -> int:
         from ckam_bench.report.aggregate import load_results
 
         mine = [run for folder in args.ours_runs for run in load_results(folder).runs]
+        if len({run.sampler for run in mine}) > 1:  # a sweep of several samplers: ours only
+            mine = [run for run in mine if run.sampler == args.ours]
         for run in mine:  # one configuration: labelled as ours
             run.status["label"] = args.ours
         runs = [r for r in runs if _key(r) is None or _key(r)[1] != args.ours] + mine
