@@ -50,7 +50,7 @@ def test_list_works_and_names_the_missing_extras(tmp_path):
         in rows["radon_mod-radon_county"]
     for name in ("pymc", "posteriordb"):  # the target, the experiment
         assert rows[name].endswith("needs ckam-bench[pymc]]"), rows[name]
-    for name in ("nutpie", "nutpie_lowrank", "numpyro_nuts", "blackjax_nuts", "blackjax_gist", "walnutpie"):
+    for name in ("nutpie", "nutpie_lowrank", "nutpie_flow", "numpyro_nuts", "blackjax_nuts", "blackjax_gist", "walnutpie"):
         assert rows[name].endswith("[needs ckam-bench[peers]]"), rows[name]
     assert "ckam-bench[" not in rows["nuts"] + rows["bimodal"] + rows["paper_bimodal"]
     assert list(tmp_path.iterdir()) == []

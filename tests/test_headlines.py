@@ -174,7 +174,7 @@ def test_the_versions_compared_are_the_tested_ones():
 
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     extra = re.findall(r'"([^"]+)"', re.search(r"^peers = \[(.*?)\]", pyproject, re.M | re.S).group(1))
-    assert len(extra) == 6, extra  # nutpie, numpyro, blackjax, jax, jaxlib, walnutpie
+    assert len(extra) == 7, extra  # nutpie, numpyro, blackjax, jax, jaxlib, walnutpie, flowjax
     for spec in extra:
         name, rng = re.match(r"([a-z]+)(.*)", spec).groups()
         if name in tested:

@@ -70,11 +70,13 @@ CAPACITY, BUFFER_BYTES = 4096, 32 * 2**20
 
 
 def nutpie_adaptation(nutpie, mass_matrix: str) -> dict:
-    """nutpie.sample's keyword for its mass matrix adaptation ("diag" or "low_rank"): from
-    nutpie 0.16.9 ``adaptation=`` (its boolean ``low_rank_modified_mass_matrix`` is deprecated
-    there, a FutureWarning), up to 0.16.8 ``low_rank_modified_mass_matrix=``."""
+    """nutpie.sample's keyword for its mass matrix adaptation ("diag", "low_rank" or "flow"):
+    from nutpie 0.16.9 ``adaptation=`` (its booleans ``low_rank_modified_mass_matrix`` and
+    ``transform_adapt`` are deprecated there, a FutureWarning), up to 0.16.8 those booleans."""
     if "adaptation" in inspect.signature(nutpie.sample).parameters:
         return {"adaptation": mass_matrix}
+    if mass_matrix == "flow":
+        return {"transform_adapt": True}
     return {"low_rank_modified_mass_matrix": mass_matrix == "low_rank"}
 
 
@@ -478,7 +480,11 @@ class Nutpie(Sampler):
         them up front and keeps ~150 bytes a draw); a run that needs more fails, saying so.
     mass_matrix : ``diag`` (σᵢ² = √(Var xᵢ / Var gᵢ)) or ``low_rank`` (nutpie's
         ``low_rank_modified_mass_matrix``: that diagonal times I + U(Λ − I)Uᵀ, U, Λ on the
-        leading directions of the draws and gradients).
+        leading directions of the draws and gradients), or ``flow`` (nutpie's normalizing-flow
+        adaptation, ``transform_adapt``: NUTS on y = F⁻¹(x), F a coupling flow fitted to the
+        warm-up's draws and gradients by the Fisher divergence; experimental in nutpie, needs
+        ``flowjax`` and a compiled density, which nutpie calls through the flow's Jacobian, so
+        every gradient is counted; the fitting runs in JAX on the sampler clock).
     """
 
     name = "nutpie"
@@ -488,8 +494,10 @@ class Nutpie(Sampler):
     def __init__(self, burn_in: int = 500, target_accept: float = 0.8, max_depth: int = 10,
                  max_draws: int = 1_000_000, mass_matrix: str = "diag"):
         check_installed("nutpie", "nutpie")
-        if mass_matrix not in ("diag", "low_rank"):
-            raise ValueError(f"mass_matrix must be one of diag, low_rank, got {mass_matrix!r}")
+        if mass_matrix not in ("diag", "low_rank", "flow"):
+            raise ValueError(f"mass_matrix must be one of diag, low_rank, flow, got {mass_matrix!r}")
+        if mass_matrix == "flow":
+            check_installed("flowjax", "flowjax (nutpie's flow adaptation)")
         self.mass_matrix, self.burn_in = mass_matrix, check_burn_in(burn_in)
         if isinstance(max_draws, bool) or int(max_draws) != max_draws or not 1 <= max_draws <= 10**8:
             raise ValueError(f"max_draws must be an integer in [1, 1e8], got {max_draws}")
@@ -500,6 +508,8 @@ class Nutpie(Sampler):
     def skip(self, target: Target) -> tuple[bool, str]:
         if not target.has_gradient:
             return True, f"{self.name} needs the gradient of the log density; target {target.name!r} has none"
+        if self.mass_matrix == "flow" and not target.has_jax_density:
+            return True, f"{self.name} needs a JAX log density (nutpie's flow adapter); target {target.name!r} has none"
         return False, ""
 
     # ------------------------------------------------------------------ untimed: imports, compilation
@@ -513,6 +523,14 @@ class Nutpie(Sampler):
             return
         _warm_start_check(target)
         path = None
+        if self.mass_matrix == "flow":  # nutpie's JAX model (nutpie_flow), compiled off the clock
+            from ckam_bench.samplers import nutpie_flow
+
+            import nutpie.transform_adapter  # noqa: F401 - JAX, flowjax and the flow's code
+
+            target.jax_log_density()(np.asarray(target.start, float))  # traced and compiled
+            self._path = _DensityPath(weakref.ref(target), nutpie_flow.LABEL)
+            return
         if jit.enabled():
             from ckam_bench.samplers import nutpie_native
 
@@ -574,19 +592,19 @@ class Nutpie(Sampler):
         else:
             from nutpie.compiled_pyfunc import from_pyfunc
 
-            from ckam_bench.samplers import nutpie_fallback
+            from ckam_bench.samplers import nutpie_fallback, nutpie_flow
 
             gate = nutpie_fallback.Gate()
             gate.last_logp = float(logp)
             logp_fn = nutpie_fallback.python_density(target, gate)
+            close = nutpie_fallback.close
 
             def expand(x):
                 gate.record(x)
                 return {}
 
-            model = from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [],
-                                make_initial_point_fn=start)
-            close = nutpie_fallback.close
+            model = nutpie_flow.model(target, gate, start) if path.label == nutpie_flow.LABEL else \
+                from_pyfunc(target.dim, lambda: logp_fn, lambda *seeds: expand, [], [], [], make_initial_point_fn=start)
         self._gate = gate
         self._background = nutpie.sample(
             model, draws=self.max_draws, tune=self.burn_in, chains=1, cores=1,
@@ -644,6 +662,8 @@ class Nutpie(Sampler):
                "library": library_version("nutpie"), "max_depth": self.max_depth,
                "target_accept": self.target_accept, "max_draws": self.max_draws, "resumable": False,
                "mass_matrix": self.mass_matrix}
+        if self.mass_matrix == "flow":
+            out["flowjax"] = library_version("flowjax")
         if self._path is not None:
             out["density"] = self._path.label
             if self._path.note:

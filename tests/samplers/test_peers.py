@@ -16,12 +16,12 @@ import pytest
 
 from ckam_bench.engine import store
 from ckam_bench.engine.runner import Budget, Runner
-from ckam_bench.samplers import peers
+from ckam_bench.samplers import nutpie_flow, peers
 from ckam_bench.targets.banana import Banana
 from ckam_bench.targets.gaussians import gauss2d_corr, gp51, neal100
 from ckam_bench.targets.logistic import LogisticRegression
 from ckam_bench.targets.mixtures import bimodal, gmm2d, gmm32
-from tests.samplers.invariance import assert_stationary
+from tests.samplers.invariance import assert_stationary, check_moments, run_chains
 from tests import clirun
 
 jax = pytest.importorskip("jax")  # the optional extra; CI installs it (.ci/run), so this never skips there
@@ -105,6 +105,8 @@ def test_targets_without_a_jax_density_are_declined():
         skip, why = SAMPLERS[name]().skip(target)
         assert skip and "JAX log density" in why and "flower" in why
     assert not peers.Nutpie().skip(target)[0]  # nutpie only needs a gradient
+    skip, why = peers.Nutpie(mass_matrix="flow").skip(target)  # its flow adapter needs JAX's
+    assert skip and "JAX log density" in why and "flower" in why
 
 
 OWN_OP_MODEL = """
@@ -255,8 +257,49 @@ def test_nutpie_low_rank_mass_matrix():
         assert target.n_grad - _nutpie_steps(sampler) < 50  # nutpie's Σ n_steps + its start
         per_draw[mass_matrix] = _nutpie_steps(sampler) / 800
     assert per_draw["low_rank"] < 0.5 * per_draw["diag"], per_draw
-    with pytest.raises(ValueError, match="mass_matrix must be one of diag, low_rank"):
+    with pytest.raises(ValueError, match="mass_matrix must be one of diag, low_rank, flow"):
         peers.Nutpie(mass_matrix="dense")
+
+
+def test_nutpie_adaptation_keywords_of_each_release():
+    """nutpie.sample's keyword for each mass matrix: ``adaptation=`` from 0.16.9, the booleans
+    before (0.16.8, the Python 3.11 line)."""
+    def new(model, adaptation="diag"):
+        pass
+
+    def old(model, low_rank_modified_mass_matrix=False, transform_adapt=False):
+        pass
+
+    for sample, expect in ((new, {"flow": {"adaptation": "flow"}, "diag": {"adaptation": "diag"}}),
+                           (old, {"flow": {"transform_adapt": True},
+                                  "low_rank": {"low_rank_modified_mass_matrix": True}})):
+        for mass_matrix, keywords in expect.items():
+            assert peers.nutpie_adaptation(type("nutpie", (), {"sample": staticmethod(sample)}), mass_matrix) \
+                == keywords
+
+
+@pytest.mark.slow  # nutpie fits its flow in JAX on the CPU: ~15-25 CPU-s a chain here
+def test_nutpie_flow_counts_every_gradient_and_keeps_pi():
+    """sampler=nutpie_flow: nutpie's normalizing-flow adaptation. Every gradient nutpie takes
+    goes through the flow adapter's JAX density and is counted there (nutpie's own Σ n_steps plus
+    its start), each draw's log density is the target's, the flow learns the correlation of
+    gauss2d_corr (ρ = 0.99: far fewer gradients a draw than the diagonal metric), and chains
+    started at exact draws keep its moments through warm-up and after."""
+    target = gauss2d_corr()
+    per_draw = {}
+    for mass_matrix in ("diag", "flow"):
+        target = gauss2d_corr()
+        sampler = peers.Nutpie(burn_in=1000, mass_matrix=mass_matrix)
+        sampler.warm_up(target)
+        state = sampler.init(target, np.array([0.3, -0.2]), np.random.default_rng(5))
+        state, block = sampler.advance(state, 1500)
+        assert target.n_grad - _nutpie_steps(sampler) in range(1, 50)  # nutpie's Σ n_steps + its start
+        per_draw[mass_matrix] = _nutpie_steps(sampler) / 1500
+    assert sampler.describe()["density"] == nutpie_flow.LABEL and sampler.describe()["flowjax"]
+    np.testing.assert_allclose(block.logp[-50:], [target._log_density(x) for x in block.samples[-50:]], rtol=1e-9)
+    assert per_draw["flow"] < 0.5 * per_draw["diag"], per_draw
+    samples, _ = run_chains(lambda: peers.Nutpie(burn_in=1000, mass_matrix="flow"), GAUSS, 3, 2000, seed=7)
+    check_moments(samples, GAUSS.mean, GAUSS.variance)
 
 
 def _native_run(target, n=600, burn_in=200):
@@ -364,7 +407,7 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from ckam_bench.engine import store
 from ckam_bench.engine.runner import Budget, Runner
-from ckam_bench.samplers import peers
+from ckam_bench.samplers import nutpie_flow, peers
 from ckam_bench.targets.gaussians import gauss2d_corr
 make = {"nutpie": peers.Nutpie, "numpyro_nuts": peers.NumPyroNUTS, "blackjax_nuts": peers.BlackJAXNUTS}[sys.argv[1]]
 out = []
