@@ -128,9 +128,10 @@ def counters(target) -> dict:
 
 
 JAX_PEERS = ("blackjax_nuts", "numpyro_nuts", "mams", "mclmc", "blackjax_nuts_lowrank", "blackjax_nuts_fisher",
-             "blackjax_gist")
-"""Their evaluations never pass through the target's primitives (a JAX density):
-tests/samplers/test_peers.py counts them against the libraries' own leapfrog counts."""
+             "blackjax_gist", "nutpie_flow")
+"""Their evaluations never pass through the target's primitives (a JAX density; nutpie_flow's
+flow adapter calls one too): tests/samplers/test_peers.py counts them against the libraries'
+own leapfrog counts."""
 
 
 def loops(names):
