@@ -276,10 +276,12 @@ def test_every_sampler_on_a_pymc_model_in_one_sweep(tmp_path):
     runs = [store.load_run(p) for p in store.find_runs(sweep)]
     assert sorted(r.status["sampler"] for r in runs) == sorted(samplers)
     for run in runs:
-        if run.status["state"] == "empty":  # 2 s ended inside a burn-in (KAMH's 5 000: 3 207 done on CI)
+        if run.status["state"] == "empty":  # 2 s ended inside a burn-in (KAMH's 5 000: 3 207 done on CI;
+            # nutpie_flow's 500, where nutpie fits its flow in JAX: 261 done at load 8)
             assert run.status["reason"] == "budget" and run.status["flags"] == ["no_samples"], run.status
-            assert run.status["sampler"] in ("kam", "ckam", "kamh"), run.status
-            assert re.search(r"iterations \(\d+ in (burnin|exploration)\)", run.status["flag_notes"]["no_samples"])
+            assert run.status["sampler"] in ("kam", "ckam", "kamh", "nutpie_flow"), run.status
+            assert re.search(r"iterations \(\d+ in (burnin|burn_in|exploration)\)",
+                             run.status["flag_notes"]["no_samples"])
             continue
         assert run.status["state"] == "complete", run.status
         assert {"mu", "tau", "theta[3]"} <= set(run.samples.columns)
