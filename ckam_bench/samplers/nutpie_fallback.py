@@ -29,6 +29,13 @@ class Gate:
         self.last_logp = math.nan
         self.closing = False
 
+    def evaluated(self, x: np.ndarray, value: float) -> None:
+        """Count one evaluation of the density at ``x`` (its value kept for the draw's log density)."""
+        self.evals += 1
+        if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
+            self.nonfinite += 1
+        self.values[x.tobytes()] = value
+
     def wait_for_quota(self) -> bool:
         """Called on nutpie's thread once the granted draws are done: waits for the next grant;
         False once closing."""
@@ -97,11 +104,8 @@ def python_density(target: Target, gate: Gate):
     def logp(x):
         if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
             return -math.inf, np.zeros(x.shape[0])
-        gate.evals += 1
         value, grad = target._log_density(x), target._grad_log_density(x)
-        if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
-            gate.nonfinite += 1
-        gate.values[x.tobytes()] = value
+        gate.evaluated(x, value)
         return value, grad
 
     return logp

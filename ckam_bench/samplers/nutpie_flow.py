@@ -24,8 +24,6 @@ count leaves it out, a CPU-second does not.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ckam_bench.samplers.nutpie_fallback import Gate
@@ -39,11 +37,7 @@ def _evaluated(gate: Gate, x, value) -> None:
     thread): held while the draws granted are done, then counted."""
     if (gate.done >= gate.quota or gate.closing) and not gate.wait_for_quota():
         return
-    value = float(value)
-    gate.evals += 1
-    if not math.isfinite(value):  # nutpie ends the trajectory there (a divergence)
-        gate.nonfinite += 1
-    gate.values[np.asarray(x, dtype=float).tobytes()] = value
+    gate.evaluated(np.asarray(x, dtype=float), float(value))
 
 
 def model(target, gate: Gate, start, adapt_args: dict | None = None):
