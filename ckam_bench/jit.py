@@ -352,6 +352,7 @@ if AVAILABLE:
 
         def __init__(self, key):
             self._key = key
+            self._py_file = "<ckam-bench keyed cfunc>"  # where numba's "cannot cache" warning points
 
         def get_cache_path(self):
             return str(compiled_cache_dir() / "keyed")

@@ -370,3 +370,18 @@ def test_a_keyed_cfunc_is_loaded_by_its_key(tmp_path):
     assert run("3", "a") == (0, 6.0)  # compiled
     assert run("3", "a") == (1, 6.0)  # loaded
     assert run("5", "b") == (0, 10.0)  # another key: compiled
+
+
+def test_a_keyed_cfunc_numba_cannot_cache_is_compiled_in_memory(tmp_path, monkeypatch):
+    """A function numba refuses to cache (here it reads a non-contiguous constant array, which
+    numba embeds as a pointer: "dynamic globals") still compiles and runs, uncached, with numba's
+    warning; it used to raise AttributeError from numba's warning (no ``_py_file`` on the
+    locator), after a certification's route 1 had run 20 minutes (election88_full)."""
+    import numba
+
+    monkeypatch.setenv(jit.COMPILED_CACHE_ENV, str(tmp_path / "cache"))
+    source = "def times(v):\n    return v * A.sum()\n"
+    with pytest.warns(numba.NumbaWarning, match="Cannot cache compiled function"):
+        c = jit.keyed_cfunc(source, "times", {"A": np.arange(12.0)[::3]}, numba.types.float64(numba.types.float64),
+                            "non-contiguous")  # A = 0, 3, 6, 9, a strided view
+    assert c.ctypes(2.0) == 36.0 and c.cache_hits == 0
