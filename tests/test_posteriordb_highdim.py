@@ -54,19 +54,19 @@ from tests.test_posteriordb_models import _logp_dlogp  # the suite's (logp, dlog
 NAMES = list(HIGHDIM)
 SHIPPED_NAMES = ["radon_mn-radon_variable_intercept_slope_noncentered", "GLMM_data-GLMM1_model",
                  "radon_mod-radon_county", "radon_mn-radon_county_intercept", "radon_all-radon_county_intercept",
-                 "rstan_downloads-prophet", "irt_2pl-irt_2pl", "radon_all-radon_variable_intercept_slope_noncentered"]
+                 "rstan_downloads-prophet", "irt_2pl-irt_2pl", "radon_all-radon_variable_intercept_slope_noncentered",
+                 "election88-election88_full"]
 """the posteriors whose references are shipped (every test below runs over them)."""
-NO_REFERENCE_YET = {
-    "election88-election88_full": "not built: at target accept 0.95 (1000 tuning + 4000 draws) "
-                                  "nutpie's first chain had not finished after 5.1 CPU minutes "
-                                  "(11 566 Bernoulli terms per gradient), so route 1's 10 chains "
-                                  "need more than 45 CPU minutes; stopped",
-}
+NO_REFERENCE_YET: dict[str, str] = {}
 """the posteriors of :data:`HIGHDIM` still without a shipped reference, and why; their model is
 checked against the numpy density and finite differences at points near the start instead."""
 _R = "ckam_bench.posteriordb.reparam:"
 TWINS = {"irt_2pl-irt_2pl": (f"{_R}irt_2pl_noncentered", f"{_R}irt_2pl_to_centred", f"{_R}irt_2pl_log_jacobian")}
-"""posteriors certified through a reparametrised twin (:mod:`ckam_bench.posteriordb.reparam`):
+_E = "ckam_bench.posteriordb.election88_twin:"
+TWINS["election88-election88_full"] = (f"{_E}election88_full_twin", f"{_E}election88_to_centred",
+                                       f"{_E}election88_log_jacobian")
+"""posteriors certified through a reparametrised twin (:mod:`ckam_bench.posteriordb.reparam`,
+:mod:`ckam_bench.posteriordb.election88_twin`):
 (twin model, map of the twin's unconstrained draws to the target's, its log-Jacobian), each
 ``module:function``. Both
 routes sample the twin and map every draw back; route 1 checks nutpie's log density of the twin
@@ -419,8 +419,8 @@ def test_every_posterior_has_a_model_data_and_a_numpy_density():
         assert (DATA_DIR / f"{p.data}.npz").is_file() and p.note
 
 
-@pytest.mark.slow  # election88_full's 11 566 respondents: ~15 CPU-s; neither posterior is in the suite
-@pytest.mark.parametrize("name", sorted(NO_REFERENCE_YET))
+@pytest.mark.slow  # election88_full's 11 566 respondents: ~15 CPU-s
+@pytest.mark.parametrize("name", NAMES)
 def test_equal_to_the_stan_program_without_draws(name):
     """Without reference draws: the numpy density minus the model's constant to 1e-8 and the
     gradient against finite differences, at points start + 0.3 N(0, I)."""

@@ -32,7 +32,7 @@ NO_REFERENCE_YET = {**HIGHDIM_NO_REFERENCE_YET, **hard.NO_REFERENCE_YET}
 
 RADON = "radon_mn-radon_variable_intercept_slope_noncentered"
 NONE = "election88-election88_full"
-"""a registered posterior without a certified reference (NO_REFERENCE_YET says why)."""
+"""a registered posterior made one without a certified reference by :func:`without_none`."""
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +40,21 @@ def empty_cache(tmp_path, monkeypatch):
     """No user-cached reference counts: only what the package ships."""
     monkeypatch.setenv("CKAM_BENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture
+def without_none(tmp_path, monkeypatch):
+    """The package's shipped references less NONE's: NONE is then a registered posterior without
+    a certified reference (every registered posterior has one shipped)."""
+    from ckam_bench import reference_lookup
+
+    shown = tmp_path / "shipped less one"
+    shown.mkdir()
+    for path in reference_lookup.SHIPPED.iterdir():
+        if not path.name.startswith("pymc_election88_election88_full-"):  # NONE's reference id
+            (shown / path.name).symlink_to(path)
+    monkeypatch.setattr(reference_lookup, "SHIPPED", shown)
+    assert not reference_status(NONE).found
 
 
 def _target(name):
@@ -86,10 +101,10 @@ def test_membership_follows_the_reference_file(tmp_path, monkeypatch, empty_cach
     assert reference_status(RADON).describe().startswith("a reference the harness certified, cached ")
 
 
-def test_subset_selects_the_high_dimensional_ones_by_name_character_and_dimension():
+def test_subset_selects_the_high_dimensional_ones_by_name_character_and_dimension(without_none):
     from ckam_bench.commands.config import posteriordb_models
 
-    high = [n for n in HIGHDIM if n in SHIPPED_NAMES] + [n for n in LATER if LATER[n].dim >= 50] + [
+    high = [n for n in HIGHDIM if n in SHIPPED_NAMES and n != NONE] + [n for n in LATER if LATER[n].dim >= 50] + [
         n for n in hard.SHIPPED_NAMES if HARD[n].dim >= 50]  # the suite's order; LATER's accel_gp has 66
     assert [p.name for p in select(["dim:50.."])] == high
     assert RADON in [p.name for p in select(["hierarchical"])]
@@ -104,7 +119,7 @@ def test_subset_selects_the_high_dimensional_ones_by_name_character_and_dimensio
     assert [p.name for p in select([NONE])] == [NONE]
 
 
-def test_list_shows_each_reference_and_the_posteriors_without_one():
+def test_list_shows_each_reference_and_the_posteriors_without_one(without_none):
     from ckam_bench.commands.discovery import print_list
 
     out = io.StringIO()
@@ -116,8 +131,8 @@ def test_list_shows_each_reference_and_the_posteriors_without_one():
     assert "d=175, hierarchical, a reference the harness certified, shipped pymc_models_" in lines[RADON]
     assert "posteriordb's reference draws" in lines["mesquite-mesquite"]
     missing = {line.split()[0]: line for line in tail.splitlines() if line.startswith("  ")}
-    assert sorted(missing) == sorted(NO_REFERENCE_YET)
-    assert "no reference (no certified pymc_models_election88_full-" in missing[NONE]
+    assert sorted(missing) == sorted({*NO_REFERENCE_YET, NONE})
+    assert "no reference (no certified pymc_election88_election88_full-" in missing[NONE]
 
 
 def test_the_posteriordb_draw_readers_refuse_a_harness_posterior():
@@ -176,7 +191,7 @@ def test_suite_report_passes_and_fails_against_the_certified_reference(tmp_path)
         assert report.run_passes(_suite_run(tmp_path / f"b{coordinate}", moved), RADON) is False
 
 
-def test_a_posterior_without_a_reference_is_reported_no_reference_never_a_pass(tmp_path, monkeypatch):
+def test_a_posterior_without_a_reference_is_reported_no_reference_never_a_pass(tmp_path, monkeypatch, without_none):
     """run_passes has nothing to compare with; the tables say 'no reference' and count no pass
     even where a run would otherwise pass (run_passes forced True)."""
     from ckam_bench.report import aggregate as agg
@@ -197,7 +212,7 @@ def test_a_posterior_without_a_reference_is_reported_no_reference_never_a_pass(t
     assert not any("fails the reference" in r[1] for r in per_posterior.rows)
 
 
-def test_posterior_table_takes_the_certified_reference_on_the_models_scale():
+def test_posterior_table_takes_the_certified_reference_on_the_models_scale(without_none):
     """The reference of the model's variables: the certified draws mapped to the constrained
     scale (sigma_y = exp of its log coordinate), with the source named; none for a posterior
     without a reference, and a note says why."""

@@ -42,7 +42,7 @@ def test_the_shipped_set_is_listed():
     assert [_name(r) for r in SHIPPED_IDS] == [
         "gp_glass", "horseshoe", "logistic_australian", "logistic_german", "logistic_heart",
         "logistic_pima", "logistic_ripley", "pymc_bugs_dugongs", "pymc_bugs_pilots", "pymc_bugs_seeds", "pymc_bugs_seeds_centered",
-        "pymc_bugs_seeds_stanified", "pymc_bugs_surgical", "pymc_mcycle_accel_gp",
+        "pymc_bugs_seeds_stanified", "pymc_bugs_surgical", "pymc_election88_election88_full", "pymc_mcycle_accel_gp",
         "pymc_mixtures_low_dim_gauss_mix_collapse",
         "pymc_mixtures_normal_mixture", "pymc_models_dogs", "pymc_models_dogs_hierarchical",
         "pymc_models_glmm1", "pymc_models_irt_2pl", "pymc_models_m0", "pymc_models_nes_logit", "pymc_models_prophet",

@@ -51,7 +51,7 @@ NO_REFERENCE = {name: f"no certified reference shipped: {why}" for name, why in 
 """registered harness posteriors without a shipped reference (the package's own list of them,
 :data:`ckam_bench.posteriordb.database.WHY_NOT_CERTIFIED`): nothing to compare; the test checks
 that they indeed have none."""
-BOUNDS = {"sd_alpha": 5.0, "sigma_a": 100.0, "sigma_b": 100.0, "sigma_y": 100.0, "lambda": (0.5, 1.0),
+BOUNDS = {"sd_alpha": 5.0, **{f"sigma_{g}": 100.0 for g in "abcde"}, "sigma_y": 100.0, "lambda": (0.5, 1.0),
           "theta": 1.0}
 """the bounds of a ``<lower=L, upper=U>`` parameter of the compared posteriors: U (L = 0), or
 (L, U)."""

@@ -42,9 +42,7 @@ HAS_REFERENCE, NOT_CERTIFIED, NO_REFERENCE = (
     "posteriordb has a reference", "registered, reference not certified", "no reference")
 """The kinds of ``not yet`` (:attr:`Status.kind`)."""
 
-WHY_NOT_CERTIFIED: dict[str, str] = {
-    "election88-election88_full": "not built: route 1's 10 chains need more than 45 CPU minutes",
-}
+WHY_NOT_CERTIFIED: dict[str, str] = {}
 """Why a registered posterior has no certified reference, as docs/posteriordb.md tells it
 ("Beyond posteriordb's references"); tests/test_posteriordb_database.py holds it to the
 registered posteriors whose reference is not found."""

@@ -1,11 +1,11 @@
 """The posteriordb posteriors of 50-800 dimensions without posteriordb reference draws
 (issue 31 §2, issue 45 §3): their registry. Models in :mod:`ckam_bench.posteriordb.hierarchical`,
 :mod:`~ckam_bench.posteriordb.unpooled`, :mod:`~ckam_bench.posteriordb.structural` and
-:mod:`~ckam_bench.posteriordb.radon_all_slopes` (one module per family: a reference's id covers
+:mod:`~ckam_bench.posteriordb.radon_all_slopes` and :mod:`~ckam_bench.posteriordb.election88` (one module per family: a reference's id covers
 the bytes of its model's module and every array its density reads, data and index arrays alike
 (docs/data.md)). The first three are re-exported by :mod:`ckam_bench.posteriordb.models`, so
-``target.model`` is ``ckam_bench.posteriordb.models:<function>`` as for the suite; the last keeps
-its own path (``Posterior.module``: an edit of models.py would change the identity of every model it
+``target.model`` is ``ckam_bench.posteriordb.models:<function>`` as for the suite; the last two keep
+their own path (``Posterior.module``: an edit of models.py would change the identity of every model it
 defines). Data in
 ``data/`` (built by :func:`ckam_bench.posteriordb.build.build_highdim`), references certified with
 ``ckam-bench-reference``'s criteria and shipped in ``ckam_bench/data/references/`` (found by
@@ -35,8 +35,8 @@ HIGHDIM: dict[str, Posterior] = {p.name: p for p in (
        reference_source=HARNESS),
     _P("election88-election88_full", "election88_full", "hierarchical", 90,
        "hierarchical logistic regression, five crossed centred effects (4 to 51 levels), "
-       "11566 respondents, flat uniform(0, 100) scales",
-       reference_source=HARNESS),
+       "11566 respondents (1458 covariate patterns), flat uniform(0, 100) scales",
+       reference_source=HARNESS, module="ckam_bench.posteriordb.election88"),
     _P("radon_all-radon_county_intercept", "radon_all_county_intercept", "regression", 388,
        "no-pooling Gaussian regression at scale: 386 free county intercepts under a fixed "
        "normal(0, 10) prior and a floor slope (12573 homes of all states, many counties with 1-5)",
