@@ -64,7 +64,7 @@ DRAWS = {  # draws per chain after tuning (tuning: 20 % more)
 DEFAULT_DRAWS = 10000
 ALGORITHM = "MAMS (blackjax.adjusted_mclmc_dynamic, adjusted_mclmc_find_L_and_step_size)"
 NUTS_ALGORITHM = "NUTS (numpyro.infer.NUTS, 1000 warm-up draws, target accept {:g})"
-NUTS_ACCEPT = {"pilots-pilots": 0.99, "mcycle_gp-accel_gp": 0.99}
+NUTS_ACCEPT = {"pilots-pilots": 0.99, "mcycle_gp-accel_gp": 0.99, "election88-election88_full": 0.9}
 """NumPyro NUTS's target acceptance where it is not 0.8 (pilots: route 1 needed 0.999; accel_gp:
 route 1 needed 0.995, posteriordb's Stan 0.999)."""
 NUTS_WARMUP = 1000
@@ -81,6 +81,10 @@ NUTS_FALLBACK: dict[str, str] = {
                                "NumPyro's NUTS instead",
 }
 """posteriors of more than one dimension where MAMS's tuning failed, and how (NUTS instead)."""
+NUTS_FALLBACK["election88-election88_full"] = (
+    "MAMS left a bulk ESS of 54 on the non-centred transcription (max |z| of the sds 7.60) and of 16 on the "
+    "partially non-centred one (5.97), 4 chains of 10 000 draws each: its tuner's one step size and L (step 1.8-2.3, "
+    "L 3.6-4.6) do not reach the scales' long upper tails. NumPyro's NUTS instead, at target accept 0.9")
 NUTS_FALLBACK["mcycle_gp-accel_gp"] = (
     "MAMS's tuner collapsed (L 0.26-0.40, step 0.13-0.20 in 4 chains of 10 000 draws: bulk ESS 5), as on pilots: "
     "each intercept and its GP's first basis function, nearly constant over the data, trade off along a curved "
@@ -229,7 +233,7 @@ def run(name: str, draws: int | None = None, chains: int = CHAINS, seed: int = S
     import blackjax as bj
 
     return {
-        "algorithm": algorithm, "target_accept": 0.8 if nuts else TARGET_ACCEPT,
+        "algorithm": algorithm, "target_accept": accept if nuts else TARGET_ACCEPT,
         "tuning_steps": NUTS_WARMUP if nuts else int(0.2 * draws),
         "versions": {"numpyro": numpyro.__version__, "blackjax": bj.__version__, "jax": jax.__version__,
                      "arviz-stats": arviz_stats.__version__},

@@ -323,17 +323,26 @@ def election88_full(d):
     the level beta1_level = beta[1] + beta[4] mean(v_prev_full) + sum of the five effects' means (flat, beta ~
     normal(0, 100) as a factor on beta): a shear of unit Jacobian. The same posterior without the funnels (small
     sigma) or the bent ridges of a non-centred effect the data pin (large sigma; MAMS on the fully non-centred form:
-    bulk ESS 54), nor the intercept's ridge. The likelihood sums the 11 566 Bernoulli rows as Stan does."""
-    idx = {k: jnp.asarray(np.asarray(d[k], int) - 1) for k in ("age", "edu", "age_edu", "state", "region_full")}
-    black, female = jnp.asarray(d["black"], float), jnp.asarray(d["female"], float)
+    bulk ESS 54), nor the intercept's ridge. The likelihood is Stan's sum over the 11 566 Bernoulli rows taken row
+    group by row group: rows with equal covariates (equal eta) summed as k eta - n log(1 + exp(eta)), n rows of which
+    k have y = 1 (NUTS on the row-by-row sum: no chain of 21 000 draws finished in 16 CPU minutes)."""
+    keys = ("black", "female", "v_prev_full", "age", "edu", "age_edu", "state", "region_full")
+    covariates, group = np.unique(np.column_stack([np.asarray(d[key], float) for key in keys]), axis=0,
+                                  return_inverse=True)
+    group = np.ravel(group)
+    n = jnp.asarray(np.bincount(group), float)
+    k = jnp.asarray(np.bincount(group, weights=np.asarray(d["y"], float)), float)
+    col = {key: np.ascontiguousarray(covariates[:, j]) for j, key in enumerate(keys)}
+    idx = {key: jnp.asarray(col[key].astype(int) - 1) for key in ("age", "edu", "age_edu", "state", "region_full")}
+    black, female = jnp.asarray(col["black"]), jnp.asarray(col["female"])
     v_prev = np.asarray(d["v_prev_full"], float)
     groups = (("a", "age", "n_age"), ("b", "edu", "n_edu"), ("c", "age_edu", "n_age_edu"), ("d", "state", "n_state"),
               ("e", "region_full", "n_region_full"))
     sigma = {x: numpyro.sample(f"sigma_{x}", dist.Uniform(0.0, 100.0)) for x, _, _ in groups}
     eff = {}
-    for x, k, n in groups:
-        rows = jnp.asarray(np.bincount(np.asarray(d[k], int) - 1, minlength=int(d[n])), float)
-        h = sigma[x] / jnp.sqrt(1.0 + sigma[x] ** 2 * rows / 4.0)
+    for x, key, size in groups:
+        n_j = jnp.asarray(np.bincount(np.asarray(d[key], int) - 1, minlength=int(d[size])), float)
+        h = sigma[x] / jnp.sqrt(1.0 + sigma[x] ** 2 * n_j / 4.0)
         raw = numpyro.sample(f"{x}_raw", dist.Normal(0.0, sigma[x] / h).to_event(1))
         eff[x] = numpyro.deterministic(x, h * raw)
     level = _flat("beta1_level")
@@ -341,9 +350,9 @@ def election88_full(d):
     beta1 = level - rest[2] * v_prev.mean() - sum(jnp.mean(v) for v in eff.values())
     beta = numpyro.deterministic("beta", jnp.concatenate([beta1[None], rest]))
     numpyro.factor("beta_prior", dist.Normal(0.0, 100.0).log_prob(beta).sum())
-    y_hat = (beta[0] + beta[1] * black + beta[2] * female + beta[4] * female * black + beta[3] * jnp.asarray(v_prev)
-             + sum(eff[x][idx[k]] for x, k, _ in groups))
-    _bernoulli_logit("y", y_hat, d["y"])
+    y_hat = (beta[0] + beta[1] * black + beta[2] * female + beta[4] * female * black
+             + beta[3] * jnp.asarray(col["v_prev_full"]) + sum(eff[x][idx[key]] for x, key, _ in groups))
+    numpyro.factor("y", jnp.sum(k * y_hat - n * jnp.logaddexp(0.0, y_hat)))
 
 MODELS: dict[str, tuple] = {
     "Rate_1_data-Rate_1_model": (rate_1, "Rate_1_data", ("theta",)),

@@ -20,7 +20,7 @@ the sd. The scale compared is the reference's:
 - the high-dimensional ones (highdim.py) carry the moments of their unconstrained draws only
   (``mean``, ``variance``, ``mcse_mean`` arrays; the MCSE of each sd in the certificate's
   ``second_route["reference_mcse_sd"]``): each coordinate whose Stan transform is the identity
-  (all but the 1-3 scale parameters) is compared on Stan's scale as it is; a scale parameter is
+  (all but the 1-5 scale parameters) is compared on Stan's scale as it is; a scale parameter is
   compared on the reference's unconstrained scale, ``log(sigma)`` for ``<lower=0>`` and
   ``logit(sigma / U)`` for ``<lower=0, upper=U>``, which the second route also summarises (the
   same map applied to its constrained draws).
