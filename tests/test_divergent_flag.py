@@ -76,6 +76,16 @@ def test_the_hook_fills_a_block_without_divergences_and_none_means_unknown():
     assert sampler_divergences(_Hooked(lambda n: [1, 1, 1]), None, own) is own
 
 
+def test_blocks_grow_with_the_hooks_cost():
+    """A hook that costs more than a twentieth of a block lengthens the blocks (nutpie's copies its
+    whole trace: fixed blocks would make the harness's time quadratic in the chain's length)."""
+    from ckam_bench.engine.runner import HOOK_SHARE, MAX_BLOCK_SECONDS, block_length
+
+    assert block_length(0.02, 0.0) == 0.02 and block_length(0.25, 0.01) == 0.25
+    assert block_length(0.02, 0.01) == pytest.approx(0.01 / HOOK_SHARE) == pytest.approx(0.2)
+    assert block_length(0.02, 1e3) == MAX_BLOCK_SECONDS
+
+
 def test_a_hooked_sampler_is_flagged_end_to_end(tmp_path):
     status, _ = run_one(tmp_path, 0, _Hooked(lambda t: t % 7 == 0, step_size=0.5),
                         target=gauss2d_corr(), iterations=700)

@@ -28,7 +28,10 @@ note under its end-of-run line and in the report's ranking notes.
 
 **Blocks.** Block sizes adapt so that one block takes about ``block_seconds`` of sampler
 time (or the sampler's ``ckam_block_seconds`` when longer), shortened near a checkpoint time,
-the end of the budget and the iteration cap.
+the end of the budget and the iteration cap. A sampler's ``ckam_divergent`` hook runs once per
+block; when its last call took more than :data:`HOOK_SHARE` of that, blocks grow to keep it
+there (up to :data:`MAX_BLOCK_SECONDS`): nutpie's hook copies its whole trace, so its cost grows
+with the chain, and fixed-length blocks would make the run's harness time quadratic in it.
 
 **Checkpoints** happen when the run passes each position of the schedule (see
 :func:`checkpoint_times`), in the unit ``checkpoint.on`` names — sampler seconds, iterations,
@@ -184,6 +187,11 @@ def run_labels(sampler, target, given: dict | None = None) -> dict:
 FLUSH_SECONDS = 1.0
 """Wall seconds after which a checkpoint writes the trace, status and resume state even when the
 time outside the sampler is over ``max_overhead`` (module docstring)."""
+HOOK_SHARE = 0.05
+"""The largest share of a block's length the sampler's ``ckam_divergent`` hook may take: a
+block lasts at least its last call's time over this share, 20 times it (module docstring)."""
+MAX_BLOCK_SECONDS = 60.0
+"""The longest block the hook's cost can ask for (the cap of ``ckam_block_seconds`` too)."""
 
 
 class Runner:
@@ -216,6 +224,7 @@ class Runner:
         self.schedule: Schedule | None = None  # built from checkpoints and budget at the start
         self.progress = progress
         self.block_seconds = max(float(block_seconds), sampler_block_seconds(sampler))
+        self.hook_seconds = 0.0  # the last ckam_divergent call's time (off the clock)
         self.max_overhead = max_overhead
         self.early_stop, self.stopped_early = early_stop, None  # an EarlyStop or None; its decision
         self.status_extra = dict(status_extra or {})
@@ -348,7 +357,7 @@ class Runner:
             if reason is not None:
                 return ended(self.tally), reason
             if rate is not None:  # ~block_seconds long, not far past the next checkpoint or the end
-                free = int(max(1, min(rate * self.block_seconds, 4 * free)))
+                free = int(max(1, min(rate * block_length(self.block_seconds, self.hook_seconds), 4 * free)))
                 n = int(max(1, min(free, rate * self.schedule.seconds_left() + 1)))
             n = min(n, self.schedule.iterations_left(cost))
             block, cost = self._advance(n, cost)
@@ -369,7 +378,9 @@ class Runner:
         kernels = jit.KERNEL_CALLS
         with self.timer.running():
             self.chain, block = self.sampler.advance(self.chain, n)
+        hook = time.perf_counter()
         block = sampler_divergences(self.sampler, self.chain, block)  # off the clock
+        self.hook_seconds = time.perf_counter() - hook
         self.tally.record(block, self.chain, compiled=jit.KERNEL_CALLS > kernels)
         if block.samples.shape[0]:
             for metric in self.metrics.values():
@@ -410,6 +421,12 @@ def ended(tally: Tally) -> str:
     """The state of a run its budget or a cap stopped: ``complete``, or ``empty`` when it
     collected no sample (no result; module docstring)."""
     return "complete" if tally.n_collected else "empty"
+
+
+def block_length(block_seconds: float, hook_seconds: float) -> float:
+    """A block's sampler seconds: ``block_seconds``, or longer when the ``ckam_divergent`` hook's
+    last call took more than :data:`HOOK_SHARE` of that, up to :data:`MAX_BLOCK_SECONDS`."""
+    return min(max(block_seconds, hook_seconds / HOOK_SHARE), max(block_seconds, MAX_BLOCK_SECONDS))
 
 
 def sampler_block_seconds(sampler) -> float:
