@@ -74,8 +74,10 @@ N_CTL = 10
 P_CTL, P_FCTL, P_OUT, P_LOGPS, P_PTS, P_VALS, P_PTS_CAP = range(7)
 N_PTR = 7
 ERROR = 1
-"""The density's error code (walnutpie's own trampoline returns 1 for an exception): walnutpie
-rejects the step."""
+"""The density's error code (walnutpie's own trampoline returns 1 for an exception), returned
+only once the harness closes the chain: walnutpie 0.0.3 rejects a step on it inside a
+trajectory but ends the chain on it in its first step-size search. A failed or non-finite
+evaluation returns code 0 with log density -inf, which walnutpie rejects everywhere."""
 SCRATCH_BYTES = 1 << 24
 MAX_DOUBLINGS = 14
 MAX_HALVINGS = 10
@@ -182,7 +184,7 @@ def _build(inner_call):
         ctl[EVALS] += 1
         code = inner_call(dim, x_, grad_, logp_)
         value = logp_[0]
-        if code != 0:
+        if code != 0 or not math.isfinite(value):
             ctl[NONFINITE] += 1
         k = ctl[NPTS]
         if k < pts_cap:
@@ -198,8 +200,8 @@ def _build(inner_call):
 
 
 def harness_cfunc(f):
-    """The density cfunc around a target's compiled ``f(x, grad_out) -> log π(x)``: code 0,
-    or :data:`ERROR` for an exception or a non-finite value or gradient (walnutpie rejects)."""
+    """The density cfunc around a target's compiled ``f(x, grad_out) -> log π(x)``: code 0; an
+    exception or a non-finite value or gradient gives log density -inf (walnutpie rejects)."""
     key = ("harness", id(f))
     if key not in _CFUNCS:
         import numba
@@ -211,15 +213,13 @@ def harness_cfunc(f):
             grad = carray(grad_, (dim,))
             try:
                 value = f(x, grad)
-            except Exception:  # noqa: BLE001 - an error in the density: walnutpie's rejection
+            except Exception:  # noqa: BLE001 - an error in the density: -inf, walnutpie rejects
                 logp_[0] = -np.inf
-                return ERROR
-            logp_[0] = value
-            if not math.isfinite(value):
-                return ERROR
+                return 0
+            ok = math.isfinite(value)
             for i in range(dim):
-                if not math.isfinite(grad[i]):
-                    return ERROR
+                ok = ok and math.isfinite(grad[i])
+            logp_[0] = value if ok else -np.inf
             return 0
 
         _CFUNCS[key] = (_build(call), f)
@@ -365,20 +365,20 @@ class _Chain:
         target = self._python.target
         try:
             value, grad = _uncounted(target, x)
-        except Exception:  # noqa: BLE001 - walnutpie's rejection
+        except Exception:  # noqa: BLE001 - -inf: walnutpie rejects
             value, grad = -math.inf, np.full(dim, math.nan)
+        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+            value = -math.inf  # walnutpie rejects it (an error code can end its chain)
+            ctl[NONFINITE] += 1
         logp_[0] = value
         np.ctypeslib.as_array(grad_, (dim,))[:] = grad
-        code = 0 if math.isfinite(value) and np.all(np.isfinite(grad)) else ERROR
-        if code:
-            ctl[NONFINITE] += 1
         k = int(ctl[NPTS])
         if k < self.pts.shape[0]:
             self.pts[k], self.vals[k] = x, value
             ctl[NPTS] = k + 1
         else:
             ctl[OVERFLOW] = 1
-        return code
+        return 0
 
     def _fill(self, upto: int) -> None:
         """NaN-fill the rows the chain may write next, up to ``upto`` (exclusive)."""

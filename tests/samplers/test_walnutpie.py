@@ -309,3 +309,44 @@ def test_killed_run_restarts_with_the_uninterrupted_result(tmp_path):
                                   pd.read_parquet(tmp_path / "run" / store.TRACE)[cols])
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "full" / store.SAMPLES),
                                   pd.read_parquet(tmp_path / "run" / store.SAMPLES))
+
+
+class _Truncated(Gaussian):
+    """N(0, 1) restricted to |x| < 1.2: log density -inf outside. walnutpie's first step-size
+    search takes steps well past the edge."""
+
+    def __init__(self):
+        super().__init__(np.zeros(1), np.eye(1), 1)
+
+    def _log_density(self, x):
+        return super()._log_density(x) if abs(x[0]) < 1.2 else -np.inf
+
+    def jit_log_density_and_grad(self):
+        import numba
+
+        @numba.njit
+        def f(x, grad):
+            grad[0] = -x[0]
+            return -0.5 * x[0] * x[0] if abs(x[0]) < 1.2 else -np.inf
+        return f
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_density_of_minus_infinity_is_a_rejection_even_in_the_first_step_size_search(compiled, monkeypatch):
+    """walnutpie 0.0.3 ends its chain on an error code in its first step-size search; the
+    harness hands it -inf instead (code 0), which it rejects everywhere. On the truncated normal
+    every seed runs, the rejected evaluations are counted, and the draws stay inside."""
+    if not compiled:
+        from ckam_bench import jit
+
+        monkeypatch.setattr(jit, "enabled", lambda: False)
+    rejected = 0
+    for seed in range(6):
+        target = _Truncated()
+        sampler = Walnutpie(burn_in=100)
+        blocks, _ = _harness(sampler, target, [200], seed)
+        assert sampler.describe()["density"] == (walnuts.HARNESS_COMPILED if compiled else walnuts.PYTHON_DENSITY)
+        draws = blocks[0].samples
+        assert draws.shape == (100, 1) and np.all(np.abs(draws) < 1.2)
+        rejected += blocks[0].n_nonfinite
+    assert rejected > 0
