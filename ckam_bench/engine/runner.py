@@ -223,8 +223,7 @@ class Runner:
         self.checkpoints = checkpoint_times(budget.seconds) if checkpoints is None else checkpoints
         self.schedule: Schedule | None = None  # built from checkpoints and budget at the start
         self.progress = progress
-        self.block_seconds = max(float(block_seconds), sampler_block_seconds(sampler))
-        self.hook_seconds = 0.0  # the last ckam_divergent call's time (off the clock)
+        self.block_seconds, self.hook_seconds = max(float(block_seconds), sampler_block_seconds(sampler)), 0.0
         self.max_overhead = max_overhead
         self.early_stop, self.stopped_early = early_stop, None  # an EarlyStop or None; its decision
         self.status_extra = dict(status_extra or {})
@@ -378,9 +377,7 @@ class Runner:
         kernels = jit.KERNEL_CALLS
         with self.timer.running():
             self.chain, block = self.sampler.advance(self.chain, n)
-        hook = time.perf_counter()
-        block = sampler_divergences(self.sampler, self.chain, block)  # off the clock
-        self.hook_seconds = time.perf_counter() - hook
+        block, self.hook_seconds = timed(sampler_divergences, self.sampler, self.chain, block)  # off the clock
         self.tally.record(block, self.chain, compiled=jit.KERNEL_CALLS > kernels)
         if block.samples.shape[0]:
             for metric in self.metrics.values():
@@ -421,6 +418,12 @@ def ended(tally: Tally) -> str:
     """The state of a run its budget or a cap stopped: ``complete``, or ``empty`` when it
     collected no sample (no result; module docstring)."""
     return "complete" if tally.n_collected else "empty"
+
+
+def timed(f, *args):
+    """``f(*args)`` and the wall seconds it took."""
+    start = time.perf_counter()
+    return f(*args), time.perf_counter() - start
 
 
 def block_length(block_seconds: float, hook_seconds: float) -> float:

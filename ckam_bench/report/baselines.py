@@ -58,7 +58,7 @@ SHIPPED = Path(__file__).resolve().parent.parent / "posteriordb" / "baselines" /
 "Regenerating them")."""
 STAMP_KEY = b"ckam_bench.baselines"
 FORMAT = 1
-PACKAGES = ("ckam-bench", "nutpie", "numpyro", "blackjax", "jax", "pymc", "pytensor", "numba")
+PACKAGES = ("ckam-bench", "nutpie", "numpyro", "blackjax", "jax", "pymc", "pytensor", "numba", "walnutpie")
 """Installed versions recorded in the stamp and compared with the user's."""
 TRACE_COLUMNS = ("checkpoint", "iterations", "n_collected", "n_density", "n_grad", "bias2",
                  "mean_error", "second_moment_error", "ess_min", "ess_per_grad",
@@ -71,7 +71,7 @@ STATUS_KEYS = ("reason", "kernel", "dim", "budget", "checkpoint_unit", "sampler_
                "target_identity", "metrics_info", "provenance")
 """The parts of a run's status kept (``provenance`` trimmed to ``loops``)."""
 LIBRARY_PACKAGES = {"nutpie": ("nutpie",), "numpyro": ("numpyro", "jax"),
-                    "blackjax": ("blackjax", "jax")}
+                    "blackjax": ("blackjax", "jax"), "walnutpie": ("walnutpie",)}
 """A peer's library (``sampler_info.library``) -> the packages its runs depend on beyond those
 every run depends on (ckam-bench computes the metrics; pymc, pytensor and numba the model)."""
 COMMON_PACKAGES = ("ckam-bench", "pymc", "pytensor", "numba")
