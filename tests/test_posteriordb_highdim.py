@@ -450,6 +450,7 @@ def twin_is_the_same_posterior(name):
     np.testing.assert_allclose(twin_logp, logp + log_jacobian(u), rtol=0, atol=1e-8)
 
 
+@pytest.mark.slow  # ~12 s: every twin's model compiled (CI runs the slow tier)
 def test_a_twin_is_the_same_posterior():
     for name in TWINS:
         twin_is_the_same_posterior(name)
@@ -477,6 +478,7 @@ def test_references_are_shipped_certified_and_found():
         assert json.loads((path.with_suffix(".json")).read_text())["reference_id"] == target.reference_id()
 
 
+@pytest.mark.slow  # ~14 s: every shipped reference's model compiled (CI runs the slow tier)
 def test_second_route_agrees():
     """The second route's means and sds agree with the reference's per coordinate within
     MCSE: max |z| below the Bonferroni bound at family-wise level 1e-3 over 2d coordinates."""
