@@ -182,9 +182,9 @@ def _build(inner_call):
         if ctl[CLOSING] != 0:
             return ERROR
         ctl[EVALS] += 1
-        code = inner_call(dim, x_, grad_, logp_)
+        code = inner_call(dim, x_, grad_, logp_)  # 0; a failed evaluation is -inf
         value = logp_[0]
-        if code != 0 or not math.isfinite(value):
+        if not math.isfinite(value):
             ctl[NONFINITE] += 1
         k = ctl[NPTS]
         if k < pts_cap:
