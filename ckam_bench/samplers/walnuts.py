@@ -77,7 +77,8 @@ ERROR = 1
 """The density's error code (walnutpie's own trampoline returns 1 for an exception), returned
 only once the harness closes the chain: walnutpie 0.0.3 rejects a step on it inside a
 trajectory but ends the chain on it in its first step-size search. A failed or non-finite
-evaluation returns code 0 with log density -inf, which walnutpie rejects everywhere."""
+evaluation returns code 0 with log density -inf and a zero gradient, which walnutpie rejects
+everywhere (a NaN gradient would end its chain too)."""
 SCRATCH_BYTES = 1 << 24
 MAX_DOUBLINGS = 14
 MAX_HALVINGS = 10
@@ -201,7 +202,8 @@ def _build(inner_call):
 
 def harness_cfunc(f):
     """The density cfunc around a target's compiled ``f(x, grad_out) -> log π(x)``: code 0; an
-    exception or a non-finite value or gradient gives log density -inf (walnutpie rejects)."""
+    exception or a non-finite value or gradient gives log density -inf (walnutpie rejects) and a
+    zero gradient (a NaN gradient enters walnutpie's step-size search and ends its chain)."""
     key = ("harness", id(f))
     if key not in _CFUNCS:
         import numba
@@ -213,13 +215,17 @@ def harness_cfunc(f):
             grad = carray(grad_, (dim,))
             try:
                 value = f(x, grad)
+                ok = math.isfinite(value)
+                for i in range(dim):
+                    ok = ok and math.isfinite(grad[i])
             except Exception:  # noqa: BLE001 - an error in the density: -inf, walnutpie rejects
+                ok = False
+            if ok:
+                logp_[0] = value
+            else:  # -inf and a zero gradient: walnutpie rejects, and no NaN enters its state
                 logp_[0] = -np.inf
-                return 0
-            ok = math.isfinite(value)
-            for i in range(dim):
-                ok = ok and math.isfinite(grad[i])
-            logp_[0] = value if ok else -np.inf
+                for i in range(dim):
+                    grad[i] = 0.0
             return 0
 
         _CFUNCS[key] = (_build(call), f)
@@ -368,7 +374,9 @@ class _Chain:
         except Exception:  # noqa: BLE001 - -inf: walnutpie rejects
             value, grad = -math.inf, np.full(dim, math.nan)
         if not (math.isfinite(value) and np.all(np.isfinite(grad))):
-            value = -math.inf  # walnutpie rejects it (an error code can end its chain)
+            # walnutpie rejects -inf (an error code can end its chain); a NaN gradient beside it
+            # would enter its step-size search and end the chain ("macro_time must be in (0, inf)")
+            value, grad = -math.inf, np.zeros(dim)
             ctl[NONFINITE] += 1
         logp_[0] = value
         np.ctypeslib.as_array(grad_, (dim,))[:] = grad

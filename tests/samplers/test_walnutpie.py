@@ -331,18 +331,45 @@ class _Truncated(Gaussian):
         return f
 
 
+class _Overflowing(_Truncated):
+    """The same, but outside the value and the gradient are NaN (what an overflowing model gives,
+    e.g. gp_pois_regr far from its mode)."""
+
+    def _log_density(self, x):
+        return super()._log_density(x) if abs(x[0]) < 1.2 else np.nan
+
+    def _grad_log_density(self, x):
+        return super()._grad_log_density(x) if abs(x[0]) < 1.2 else np.full(1, np.nan)
+
+    def jit_log_density_and_grad(self):
+        import numba
+
+        @numba.njit
+        def f(x, grad):
+            if abs(x[0]) < 1.2:
+                grad[0] = -x[0]
+                return -0.5 * x[0] * x[0]
+            grad[0] = np.nan
+            return np.nan
+        return f
+
+
+@pytest.mark.parametrize("target_class", [_Truncated, _Overflowing])
 @pytest.mark.parametrize("compiled", [True, False])
-def test_a_density_of_minus_infinity_is_a_rejection_even_in_the_first_step_size_search(compiled, monkeypatch):
+def test_a_density_of_minus_infinity_is_a_rejection_even_in_the_first_step_size_search(compiled, target_class,
+                                                                                      monkeypatch):
     """walnutpie 0.0.3 ends its chain on an error code in its first step-size search; the
-    harness hands it -inf instead (code 0), which it rejects everywhere. On the truncated normal
-    every seed runs, the rejected evaluations are counted, and the draws stay inside."""
+    harness hands it -inf instead (code 0), which it rejects everywhere, and a zero gradient (a
+    NaN gradient ends the chain in the same search: gp_pois_regr's walnutpie runs failed so). On
+    the truncated normal every seed runs, the rejected evaluations are counted, and the draws
+    stay inside."""
     if not compiled:
         from ckam_bench import jit
 
         monkeypatch.setattr(jit, "enabled", lambda: False)
     rejected = 0
     for seed in range(6):
-        target = _Truncated()
+        target = target_class()
         sampler = Walnutpie(burn_in=100)
         blocks, _ = _harness(sampler, target, [200], seed)
         assert sampler.describe()["density"] == (walnuts.HARNESS_COMPILED if compiled else walnuts.PYTHON_DENSITY)
