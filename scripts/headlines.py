@@ -855,16 +855,19 @@ def frontier_converged() -> list[Figure]:
 
 def frontier_new_peers() -> list[Figure]:
     """The peers of 2026 (walnutpie, GIST, BlackJAX's staged Fisher adaptation) against the best
-    of the five older peer configurations of the baselines (scripts/frontier_goal.py --ours)."""
+    of the five older peer configurations of the baselines (scripts/frontier_goal.py --ours):
+    the median ratio, and on how many posteriors each is ahead (< 1/1.2) or level (within 1.2×)."""
     figures = []
-    for name, words in (("walnutpie", "walnutpie needs a median {m:.2f}× the best's gradients over {n:d} posteriors"),
-                        ("blackjax_gist", "GIST {m:.2f}× over {n:d}"),
-                        ("blackjax_nuts_fisher", "BlackJAX's staged Fisher adaptation {m:.2f}× over {n:d}")):
+    for name, words in (("walnutpie", "walnutpie needs a median {m:.2f}× the best's gradients over {n:d} posteriors "
+                                      "(ahead on {a:d}, level on {l:d})"),
+                        ("blackjax_gist", "GIST {m:.2f}× over {n:d} (ahead on {a:d}, level on {l:d})"),
+                        ("blackjax_nuts_fisher", "BlackJAX's staged Fisher adaptation {m:.2f}× over {n:d} "
+                                                 "(ahead on {a:d}, level on {l:d})")):
         ratio = list(_frontier_ratios(f"frontier_{name}").values())
-        assert not any(v < 1.2 for v in ratio), (f"frontier_{name}.csv: a ratio below 1.2, so the page's "
-                                                 "'None of the three is ahead ... or at the best's checkpoint' is false")
         figures.append(Figure(SAMPLERS, f"frontier_{name}", words,
-                              {"m": exact(statistics.median(ratio)), "n": exact(len(ratio))}, FRONTIER_ANCHOR))
+                              {"m": exact(statistics.median(ratio)), "n": exact(len(ratio)),
+                               "a": exact(sum(v < 1 / 1.2 for v in ratio)),
+                               "l": exact(sum(1 / 1.2 <= v <= 1.2 for v in ratio))}, FRONTIER_ANCHOR))
     return figures
 
 
