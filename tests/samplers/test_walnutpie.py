@@ -322,6 +322,12 @@ class _Truncated(Gaussian):
         return super()._log_density(x) if abs(x[0]) < 1.2 else -np.inf
 
     def jit_log_density_and_grad(self):
+        if "_compiled" not in type(self).__dict__:  # one compile (and one walnutpie cfunc) per class
+            type(self)._compiled = self._build()
+        return type(self)._compiled
+
+    @staticmethod
+    def _build():
         import numba
 
         @numba.njit
@@ -341,7 +347,8 @@ class _Overflowing(_Truncated):
     def _grad_log_density(self, x):
         return super()._grad_log_density(x) if abs(x[0]) < 1.2 else np.full(1, np.nan)
 
-    def jit_log_density_and_grad(self):
+    @staticmethod
+    def _build():
         import numba
 
         @numba.njit
