@@ -144,7 +144,8 @@ def interrupt_flag():
 
 # ---------------------------------------------------------------------------- the density callbacks
 def _build(inner_call):
-    """walnutpie's density cfunc around ``inner_call(dim, x, grad, logp) -> code`` (njit)."""
+    """walnutpie's density cfunc around ``inner_call(dim, x, grad, logp)`` (njit; it writes the
+    log density, -inf for a failed evaluation, and the gradient)."""
     import numba
     from numba import carray, types
 
@@ -183,7 +184,7 @@ def _build(inner_call):
         if ctl[CLOSING] != 0:
             return ERROR
         ctl[EVALS] += 1
-        code = inner_call(dim, x_, grad_, logp_)  # 0; a failed evaluation is -inf
+        inner_call(dim, x_, grad_, logp_)
         value = logp_[0]
         if not math.isfinite(value):
             ctl[NONFINITE] += 1
@@ -195,7 +196,7 @@ def _build(inner_call):
             ctl[NPTS] = k + 1
         else:
             ctl[OVERFLOW] = 1
-        return code
+        return 0
 
     return numba.cfunc(sig, nopython=True)(density)
 
@@ -226,7 +227,6 @@ def harness_cfunc(f):
                 logp_[0] = -np.inf
                 for i in range(dim):
                     grad[i] = 0.0
-            return 0
 
         _CFUNCS[key] = (_build(call), f)
     return _CFUNCS[key][0]
