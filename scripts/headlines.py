@@ -871,10 +871,45 @@ def frontier_new_peers() -> list[Figure]:
     return figures
 
 
+FRONTIER_CPU_ANCHOR = "**Measured: the CPU-second goal against every peer, alone on the machine**"
+
+
+def frontier_cpu() -> list[Figure]:
+    """Issue 46 §3's CPU-second goal on seed 0, measured alone (scripts/frontier_goal.py --cost
+    cpu over docs/tables/cpu_alone_seed0.parquet): its table and its goal line. Seconds and
+    ratios as printed (a ratio of unrounded seconds, to 2 decimals)."""
+    source = "frontier_cpu_seconds"
+    rows = read(f"{source}.csv")
+    figures = [Figure(SAMPLERS, source, f"| {r['posterior']} | {r['ours'].replace('inf', '∞')} | {r['best_peer']} | "
+                      f"{r['best'].replace('inf', '∞')} | {(r['ratio'] or '–').replace('inf', '∞')} |",
+                      anchor=FRONTIER_CPU_ANCHOR, row=True) for r in rows]
+    ratio = [Span.printed(r["ratio"]) for r in rows if r["ratio"]]
+    ahead = count_below(ratio, 1.0)
+    figures.append(Figure(
+        SAMPLERS, source, "nuts_lowrank / best peer CPU seconds: median {m:.2f}, worst {w:.2f} over {n:d} posteriors; "
+        "ahead (< 1) of every peer on {a:d} ({pct:.0f} %)",
+        {"m": median(ratio), "w": largest(ratio), "n": exact(len(ratio)), "a": ahead,
+         "pct": Span(100 * ahead.lo / len(ratio), 100 * ahead.hi / len(ratio))}, FRONTIER_CPU_ANCHOR))
+    behind = [r for r in rows if r["ratio"] and Span.printed(r["ratio"]).hi >= 1.0]
+    never = [r for r in behind if r["ratio"] == "inf"]
+    later = [r for r in behind if r["ratio"] != "inf" and Span.printed(r["grads_ratio"]).lo > 1.2]
+    figures.append(Figure(
+        SAMPLERS, source, "ahead of every peer on {a:d} of the {n:d} posteriors compared ({pct:.0f} %), the goal being "
+        "90 %. Of the {k:d} not ahead, {i:d} never get there with a right answer, {g:d} are a checkpoint or more "
+        "behind in gradients and {c:d} are dearer per gradient at the same checkpoint",
+        {"a": ahead, "n": exact(len(ratio)), "pct": Span(100 * ahead.lo / len(ratio), 100 * ahead.hi / len(ratio)),
+         "k": count_not_below(ratio, 1.0), "i": exact(len(never)),
+         "g": Span(len(later) - sum(Span.printed(r["ratio"]).lo < 1.0 for r in later), len(later)),
+         "c": Span(len(behind) - len(never) - len(later) - sum(Span.printed(r["ratio"]).lo < 1.0 for r in behind
+                                                             if r not in later and r not in never),
+                   len(behind) - len(never) - len(later))}, FRONTIER_CPU_ANCHOR))
+    return figures
+
+
 # ------------------------------------------------------------------ every figure, and the check
 BUILDERS = (lowrank_updates, lowrank_updates_1733, welford_inflation, ablation_seed0, cpu_goal_figures,
             behind_seeds, posteriordb_seed0, peer_overhead, numpyro_logistic, gradient_rates, frontier_gradients,
-            frontier_warmup, frontier_converged, frontier_new_peers)
+            frontier_warmup, frontier_converged, frontier_new_peers, frontier_cpu)
 NOT_FILES = ("its own table", "computed")
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests import clirun
 from tests.test_bench_suite import _grads_to_accuracy  # the brute-force reading of a trace
@@ -79,6 +80,17 @@ def test_the_docs_table_is_the_scripts_output(tmp_path):
         "and update docs/samplers.md's section")
 
 
+def test_the_docs_cpu_table_is_the_scripts_output(tmp_path, capsys):
+    """docs/tables/frontier_cpu_seconds.csv is what the script computes from the shipped runs
+    measured alone (docs/tables/cpu_alone_seed0.parquet, a baselines-format file whose seconds
+    are CPU seconds: its runs' budget clock is ``cpu``)."""
+    out = tmp_path / "cpu.csv"
+    assert _script().main(["--cost", "cpu", "--runs", str(ROOT / "docs" / "tables" / "cpu_alone_seed0.parquet"),
+                           "--csv", str(out)]) == 0
+    assert "nuts_lowrank / best peer CPU seconds: median" in capsys.readouterr().out
+    assert out.read_text() == (ROOT / "docs" / "tables" / "frontier_cpu_seconds.csv").read_text()
+
+
 def test_a_missing_source_is_one_line(tmp_path):
     proc = clirun.run([sys.executable, str(SCRIPT), "--runs", str(tmp_path / "nothing")], capture_output=True,
                       text=True, timeout=120, cwd=ROOT)
@@ -106,3 +118,49 @@ def test_ours_from_several_sweep_folders(tmp_path, capsys):
     expected = float(np.median([np.geomspace(100.0, 1e5, 10)[3] * (s + 1) for s in (0, 1, 2)]))
     assert row["seeds"] == 3 and row["ours"] == round(expected) and row["best_peer"].startswith("nutpie")
     assert "ours: the runs under" in capsys.readouterr().out
+
+
+def test_cpu_seconds_at_the_crossing_and_the_share_ahead(tmp_path):
+    """``--cost cpu``: each seed's CPU seconds of sampler time at the checkpoint from which
+    b² < 0.01 holds (the same checkpoint as its gradients), the best peer the one needing the
+    fewest seconds, and the goal line counts the posteriors where ours is ahead (< 1) of every
+    peer; runs without CPU seconds are refused in one line."""
+    import pandas as pd
+
+    from tests.test_report import make_run
+
+    reach = np.r_[np.full(3, 0.5), np.full(7, 0.001)]  # b² < 0.01 from checkpoint 3 for good
+    seconds = {"mine": 1.0, "fast": 2.0, "slow": 4.0}  # CPU seconds per checkpoint step
+    for posterior, mine in (("earnings-earn_height", 1.0), ("kidiq-kidscore_momhs", 3.0)):
+        for sampler, per in seconds.items():
+            per = mine if sampler == "mine" else per
+            make_run(tmp_path / "runs", "bimodal", "rw", tag=f"{sampler}{posterior}", columns={
+                "bias2": reach, "n_grad": np.geomspace(100.0, 1e5, 10),
+                "sampler_cpu_seconds": per * np.arange(1.0, 11.0), "n_collected": np.arange(10) * 100},
+                status_extra={"posterior": posterior, "label": sampler})
+    module = _script()
+    out = tmp_path / "cpu.csv"
+    assert module.main(["--cost", "cpu", "--runs", str(tmp_path / "runs"), "--ours", "mine", "--csv", str(out)]) == 0
+    table = pd.read_csv(out).set_index("posterior")
+    assert table.loc["earnings-earn_height", "ours"] == 4.0 and table.loc["earnings-earn_height", "best"] == 8.0
+    assert table.loc["earnings-earn_height", "best_peer"] == "fast"
+    assert table.loc["kidiq-kidscore_momhs", "ratio"] == 1.5
+    rows = module.table(module.medians(load_results_of(tmp_path / "runs"), cost="cpu"), "mine", None)
+    line = module.goal_lines(rows, "mine", "cpu")[0]
+    assert "ahead (< 1) of every peer on 1 (50 %)" in line and line.endswith("not met")
+    proc = clirun.run([sys.executable, str(SCRIPT), "--cost", "cpu"], capture_output=True, text=True,
+                      timeout=300, cwd=ROOT)  # the shipped baselines: seconds of loaded sweeps
+    assert proc.returncode == 2 and "--cost cpu needs --runs" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "counts").mkdir()
+    make_run(tmp_path / "counts", "bimodal", "rw", columns={"bias2": reach}, status_extra={"posterior": "arK-arK"})
+    make_run(tmp_path / "counts", "bimodal", "rw", tag="peer", columns={"bias2": reach},
+             status_extra={"posterior": "arK-arK", "label": "peer"})
+    with pytest.raises(SystemExit) as stop:  # no CPU seconds recorded: refused
+        module.main(["--cost", "cpu", "--runs", str(tmp_path / "counts"), "--ours", "rw"])
+    assert stop.value.code == 2
+
+
+def load_results_of(folder):
+    from ckam_bench.report.aggregate import load_results
+
+    return load_results(folder).runs
