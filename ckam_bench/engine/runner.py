@@ -38,7 +38,9 @@ with the chain, and fixed-length blocks would make the run's harness time quadra
 density evaluations or gradient evaluations (:data:`UNITS`), so samplers of very different cost
 per iteration share checkpoints on the axis a comparison uses — and once more at the end. In
 a counted unit, blocks are shortened to land on each checkpoint (exactly for iterations; for
-evaluations, at the first iteration that reaches it). Each checkpoint writes one row to
+evaluations, at the end of the block that reaches it: its length comes from the latest block's
+evaluations per iteration, so it may pass the mark by a few iterations, and by how many depends
+on how the time-sized blocks fell; the chain itself does not). Each checkpoint writes one row to
 ``trace.parquet``, ``status.json`` and the resume state (:mod:`ckam_bench.engine.rundir`). The bounded
 ``samples.parquet`` / ``diagnostics.parquet`` (heavier) are rewritten with it unless the wall
 time spent outside the sampler so far exceeds ``max_overhead`` times the sampler time; they
