@@ -28,7 +28,8 @@ this reads runs measured alone: a sweep folder, or a file packed from one (the b
 format keeps a run's sampler seconds, CPU seconds when its budget's clock is ``cpu``)::
 
     python scripts/frontier_goal.py --cost cpu --runs docs/tables/cpu_alone_seed0.parquet \
-        --csv docs/tables/frontier_cpu_seconds.csv
+        --peers nutpie,nutpie_lowrank,numpyro_nuts,blackjax_nuts,mams,walnutpie,blackjax_gist,blackjax_nuts_fisher \
+        --csv docs/tables/frontier_cpu_seconds.csv    # --ours nuts_converged: frontier_cpu_converged.csv
 
 ``--ours-runs FOLDER [FOLDER …]``: the suite runs stored under the folders (one configuration:
 a user's sweep, perhaps in parts) are "ours", against the baselines' peers (``--peers``) on the

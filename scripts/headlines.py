@@ -903,6 +903,12 @@ def frontier_cpu() -> list[Figure]:
          "c": Span(len(behind) - len(never) - len(later) - sum(Span.printed(r["ratio"]).lo < 1.0 for r in behind
                                                              if r not in later and r not in never),
                    len(behind) - len(never) - len(later))}, FRONTIER_CPU_ANCHOR))
+    converged = [Span.printed(r["ratio"]) for r in read("frontier_cpu_converged.csv") if r["ratio"]]
+    ahead = count_below(converged, 1.0)
+    figures.append(Figure(
+        SAMPLERS, "frontier_cpu_converged", "ahead of every peer on {a:d} of the {n:d} ({pct:.0f} %), median {m:.2f}",
+        {"a": ahead, "n": exact(len(converged)), "m": median(converged),
+         "pct": Span(100 * ahead.lo / len(converged), 100 * ahead.hi / len(converged))}, FRONTIER_CPU_ANCHOR))
     return figures
 
 
