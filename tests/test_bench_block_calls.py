@@ -2,25 +2,15 @@
 as many one-iteration calls; one iteration per call runs the same chain (the block size does
 not change a sampler's random stream), so the two timings cover the same work."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("bench_block_calls", ROOT / "scripts" / "bench_block_calls.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests import scripts
 
 
 def test_a_row_per_sampler_with_its_two_costs(capsys):
     pytest.importorskip("pymc")
-    _script().main(["--model", "eight_schools_noncentered", "--samplers", "nuts_lowrank", "--warmup", "50",
+    scripts.load("bench_block_calls").main(["--model", "eight_schools_noncentered", "--samplers", "nuts_lowrank", "--warmup", "50",
                     "--iterations", "20"])
     out = capsys.readouterr().out
     assert out.startswith("load average at the start:") and "load average at the end:" in out

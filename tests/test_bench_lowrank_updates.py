@@ -1,22 +1,17 @@
 """scripts/bench_lowrank_updates.py: the early-phase recompute rules of nuts_lowrank side by side,
 each row's gradients the same as the sampler's own warm-up under that rule."""
 
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import scripts
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bench_lowrank_updates", ROOT / "scripts" / "bench_lowrank_updates.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts.load("bench_lowrank_updates")
 
 
 def test_the_rules_are_the_config_with_the_update_settings_replaced():
