@@ -52,6 +52,9 @@ def main(argv=None) -> None:
     parser.add_argument("--warmup", type=int, default=1500)
     parser.add_argument("--iterations", type=int, default=1000)
     args = parser.parse_args(argv)
+    unknown = [name for name in args.samplers if not (CONF / f"{name}.yaml").is_file()]
+    if unknown:
+        parser.exit(2, f"{parser.prog}: --samplers: no config conf/sampler/{unknown[0]}.yaml\n")
     from ckam_bench.targets.pymc import PyMCModel
 
     target = PyMCModel(f"ckam_bench.posteriordb.models:{args.model}")

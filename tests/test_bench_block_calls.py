@@ -18,3 +18,9 @@ def test_a_row_per_sampler_with_its_two_costs(capsys):
     per_iteration = float(row.split("|")[2])
     assert np.isfinite(per_iteration) and per_iteration > 0
     float(row.split("|")[3])  # a number (a difference of two timings: its sign is the machine's)
+
+
+def test_an_unknown_sampler_is_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        scripts.load("bench_block_calls").main(["--samplers", "nosuch"])
+    assert stop.value.code == 2 and "no config conf/sampler/nosuch.yaml" in capsys.readouterr().err
