@@ -45,10 +45,11 @@ SPD A with A C_g A = C_x,
 .. math::
     A = C_g^{-1/2}\,\bigl(C_g^{1/2} C_x C_g^{1/2}\bigr)^{1/2}\,C_g^{-1/2}
 
-(on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ (computed as the
-singular pairs of a factor GGᵀ = A from Cholesky factors, :func:`geometric_mean_factor`, which
-never forms a product of C_x and C_g, whose eigenvalues reach (nVar/γ)² ~ 10¹⁵; clipped to the
-range [1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows),
+(on a Gaussian Cov g = Σ⁻¹, so A = Σ: the covariance). With A = VΛVᵀ (a symmetric
+eigensolver on A = GGᵀ, the factor G from Cholesky factors and one SVD,
+:func:`geometric_mean_factor`, which never forms a product of C_x and C_g, whose eigenvalues
+reach (nVar/γ)² ~ 10¹⁵; clipped to [1/√b(C_g), √b(C_x)], b(·) the largest absolute row sum,
+which contains the range [1/√λmax(C_g), √λmax(C_x)] that A·C_g·A = C_x with C_x, C_g ⪰ I allows),
 the eigenpairs with λ > c or λ < 1/c (c = ``cutoff``, nuts-rs's 2) are kept, U = QV_kept, and the inverse metric
 is diag(σ)(I + U(Λ − I)Uᵀ)diag(σ) (:mod:`~ckam_bench.samplers.nuts_metric`): exactly the
 diagonal estimate outside span(U), the geometric mean inside. The draws are kept in a buffer
@@ -72,10 +73,10 @@ from ckam_bench.adaptation import welford
 # bits differ from scipy's when their OpenBLAS builds differ (numpy 2.5.5's 0.3.34 against
 # scipy 1.18.1's 0.3.31: np.linalg.svd of 2 x 2 matrices differs in most last bits), so the
 # Python loop calls scipy.linalg with those drivers and a kernel np.linalg.
-def _eigvalsh(a):
+def _eigh(a):
     import scipy.linalg
 
-    return scipy.linalg.eigh(a, eigvals_only=True, driver="evd")
+    return scipy.linalg.eigh(a, driver="evd")
 
 
 def _svd(a):
@@ -99,9 +100,9 @@ def _cholesky(a):
 if jit.AVAILABLE:
     from numba.extending import overload
 
-    @overload(_eigvalsh)
-    def _eigvalsh_compiled(a):
-        return lambda a: np.linalg.eigvalsh(a)
+    @overload(_eigh)
+    def _eigh_compiled(a):
+        return lambda a: np.linalg.eigh(a)
 
     @overload(_svd)
     def _svd_compiled(a):
@@ -229,42 +230,60 @@ def low_rank_count(est, background):
 
 @jit.jitable
 def geometric_mean_factor(cx, cg):
-    """G with GGᵀ = A, the SPD A with A·cg·A = cx (:func:`_factor_and_top`)."""
-    return _factor_and_top(cx, cg)[0]
-
-
-@jit.jitable
-def _factor_and_top(cx, cg):
-    """(G, λmax(cg)): G with GGᵀ = A, the SPD A with A·cg·A = cx. With the Cholesky factors
-    cg = LLᵀ, cx = MMᵀ and the SVD MᵀL = UΣVᵀ, A = L⁻ᵀVΣVᵀL⁻¹ (then A·cg·A = L⁻ᵀ(LᵀcxL)L⁻¹ = cx,
-    since (MᵀL)ᵀ(MᵀL) = VΣ²Vᵀ), so G = L⁻ᵀVΣ^½: A's eigenpairs are G's singular pairs, never
-    negative. This never forms a product of cx and cg: its singular values carry an error of
-    ε·‖MᵀL‖, about √(λmax(cx)·λmax(cg))·ε, where the eigenvalues of cg^½·cx·cg^½ carry
-    λmax(cx)·λmax(cg)·ε; with γ = 10⁻⁵ and 100 draws that product reaches ~10¹⁵, and its
-    eigenvalues near 1, A's in the directions only the ridge fills, came out as noise, even
-    negative (radon_all's 388 county intercepts: M⁻¹Σ⁻¹'s condition number 9·10⁴, trees at the
-    depth limit)."""
+    """G with GGᵀ = A, the SPD A with A·cg·A = cx. With the Cholesky factors cg = LLᵀ,
+    cx = MMᵀ and the SVD MᵀL = UΣVᵀ, A = L⁻ᵀVΣVᵀL⁻¹ (then A·cg·A = L⁻ᵀ(LᵀcxL)L⁻¹ = cx, since
+    (MᵀL)ᵀ(MᵀL) = VΣ²Vᵀ), so G = L⁻ᵀVΣ^½. This never forms a product of cx and cg: its
+    singular values carry an error of ε·‖MᵀL‖, about √(λmax(cx)·λmax(cg))·ε, where the
+    eigenvalues of cg^½·cx·cg^½ carry λmax(cx)·λmax(cg)·ε; with γ = 10⁻⁵ and 100 draws that
+    product reaches ~10¹⁵, and its eigenvalues near 1, A's in the directions only the ridge
+    fills, came out as noise, even negative (radon_all's 388 county intercepts: M⁻¹Σ⁻¹'s
+    condition number 9·10⁴, trees at the depth limit)."""
     low = _cholesky(cg)
     m = low.shape[0]
     _, sv, vt = _svd(_cholesky(cx).T @ low)
     g = np.empty((m, m))
-    for c in range(m):  # back substitution: Lᵀ·g[:, c] = v_c, then the column times √σ_c
+    for i in range(m - 1, -1, -1):  # back substitution Lᵀ·g = V, a row at a time
+        for c in range(m):
+            g[i, c] = vt[c, i]
+        for k in range(i + 1, m):
+            lki = low[k, i]
+            for c in range(m):
+                g[i, c] -= lki * g[k, c]
+        for c in range(m):
+            g[i, c] /= low[i, i]
+    for c in range(m):  # column c times √σ_c
         root = math.sqrt(sv[c])
-        for i in range(m - 1, -1, -1):
-            acc = vt[c, i]
-            for k in range(i + 1, m):
-                acc -= low[k, i] * g[k, c]
-            g[i, c] = acc / low[i, i]
         for i in range(m):
             g[i, c] *= root
-    return g, _eigvalsh(cg)[m - 1]
+    return g
+
+
+@jit.jitable
+def _top_bound(a):
+    """An upper bound on λmax of a symmetric a: its largest absolute row sum (Gershgorin)."""
+    top = 0.0
+    for i in range(a.shape[0]):
+        row = 0.0
+        for j in range(a.shape[1]):
+            row += abs(a[i, j])
+        top = max(top, row)
+    return top
+
+
+@jit.jitable
+def _symmetric_product(g):
+    """GGᵀ, made exactly symmetric (the lower triangle, which the eigensolvers read, mirrored)."""
+    a = g @ g.T
+    for i in range(a.shape[0]):
+        for j in range(i):
+            a[j, i] = a[i, j]
+    return a
 
 
 @jit.jitable
 def spd_geometric_mean(cx, cg):
     """The SPD A with A·cg·A = cx: cg^(−½)(cg^½·cx·cg^½)^½·cg^(−½)."""
-    g = geometric_mean_factor(cx, cg)
-    return g @ g.T
+    return _symmetric_product(geometric_mean_factor(cx, cg))
 
 
 @jit.jitable
@@ -309,15 +328,15 @@ def low_rank_estimate(draws, grads, gamma, cutoff, ridge_power):
     for i in range(m):
         cx[i, i] += 1.0
         cg[i, i] += 1.0
-    factor, top_g = _factor_and_top(cx, cg)
-    vectors, roots, _ = _svd(factor)
+    raw, vectors = _eigh(spd_geometric_mean(cx, cg))
     # A·cg·A = cx with cx, cg ⪰ I bounds A's spectrum: 1/√λmax(cg) ≤ λ ≤ √λmax(cx) (for a unit
-    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v); rounding may leave it by a few ulps, never the true λ
-    low = 1.0 / math.sqrt(top_g)
-    high = math.sqrt(_eigvalsh(cx)[m - 1])
+    # eigenvector v, λ²·vᵀcg·v = vᵀcx·v), so within 1/√b(cg) and √b(cx) for upper bounds b of
+    # λmax; rounding (an error of ε‖A‖) may leave them, never the true λ
+    low = 1.0 / math.sqrt(_top_bound(cg))
+    high = math.sqrt(_top_bound(cx))
     values = np.empty(m)
     for i in range(m):
-        values[i] = min(max(roots[i] * roots[i], low), high)
+        values[i] = min(max(raw[i], low), high)
     k = 0
     for i in range(m):
         if values[i] > cutoff or values[i] < 1.0 / cutoff:

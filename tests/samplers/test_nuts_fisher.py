@@ -98,6 +98,24 @@ def test_geometric_mean_solves_a_cg_a_equals_cx():
     np.testing.assert_allclose(fisher.spd_geometric_mean(cx, np.linalg.inv(cx)), cx, atol=1e-9)  # Cov g = Σ⁻¹
 
 
+def test_the_eigenpairs_of_a_equal_the_singular_pairs_of_its_factor():
+    """A's eigenvalues come from a symmetric eigensolver on A = GGᵀ (cheaper than the SVD of G);
+    over spectra spanning ten decades they are G's squared singular values to rounding, within
+    the clip bounds, and the row-sum bound is above λmax."""
+    rng = np.random.default_rng(4)
+    big = rng.standard_normal((30, 60)) * 1e3
+    cx, cg = np.eye(60) + big.T @ big, np.eye(60) + big.T @ np.diag(rng.uniform(0.5, 2.0, 30)) @ big
+    mean = fisher.spd_geometric_mean(cx, cg)
+    assert np.array_equal(mean, mean.T)
+    values = np.linalg.eigvalsh(mean)
+    singular = np.sort(np.linalg.svd(fisher.geometric_mean_factor(cx, cg), compute_uv=False) ** 2)
+    np.testing.assert_allclose(values, singular, rtol=1e-8)
+    for c in (cx, cg):
+        assert fisher._top_bound(c) >= np.linalg.eigvalsh(c).max()
+    assert 1 / math.sqrt(fisher._top_bound(cg)) <= values.min()
+    assert values.max() <= math.sqrt(fisher._top_bound(cx))
+
+
 @pytest.mark.parametrize("d, n, error, ridge_power", [(10, 4000, 0.03, -1.0), (50, 200, 0.06, -1.0),
                                                       (10, 400, 0.06, 1.0), (50, 200, 0.06, 1.0)])
 def test_low_rank_recovers_a_planted_direction(d, n, error, ridge_power):
@@ -120,8 +138,9 @@ def test_low_rank_with_four_early_draws_stays_positive_definite():
     """arK's first four warm-up draws (d = 7; the fourth far in a tail, gradients ~700): C_x and
     C_g have eigenvalues up to ~2·10⁸, so the geometric mean's spectrum spans ~12 decades and
     its smallest eigenvalue, formed as a product, came out −1.3·10⁻¹⁰ (a NaN metric, a stuck
-    chain). Through the factor's singular values, clipped to the bounds A·C_g·A = C_x allows,
-    every λ is positive and the metric is SPD."""
+    chain). From the factor G of Cholesky factors and one SVD, A = GGᵀ's eigenvalues (an error
+    of ε‖A‖), clipped to bounds on what A·C_g·A = C_x allows, are all positive and the metric
+    is SPD."""
     draws = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.91629073],
                       [-0.17068197, 0.44085805, 0.0747784, 0.08270993, 0.09587043, 0.24363391, 0.60276538],
                       [-0.03469661, 0.45155046, 0.02936558, 0.11098247, 0.08185834, 0.30090652, 0.59079674],
