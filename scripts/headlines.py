@@ -903,6 +903,16 @@ def frontier_cpu() -> list[Figure]:
          "c": Span(len(behind) - len(never) - len(later) - sum(Span.printed(r["ratio"]).lo < 1.0 for r in behind
                                                              if r not in later and r not in never),
                    len(behind) - len(never) - len(later))}, FRONTIER_CPU_ANCHOR))
+    before = [r for r in read("frontier_cpu_seconds_c69809d.csv") if r["ratio"]]  # the first sweep's table
+    nutpie = sum(r["best_peer"].startswith("nutpie") for r in before)
+    figures.append(Figure(SAMPLERS, "frontier_cpu_seconds_c69809d", "the best peer on {k:d} of the {n:d} posteriors compared in "
+                          "the first sweep", {"k": exact(nutpie), "n": exact(len(before))}, FRONTIER_CPU_ANCHOR))
+    first = {r["posterior"]: r["ours"] for r in before}
+    change = [Span.printed(r["ours"]) / Span.printed(first[r["posterior"]]) for r in rows
+              if r["ours"] not in ("", "inf") and first.get(r["posterior"]) not in (None, "", "inf")]
+    figures.append(Figure(SAMPLERS, "frontier_cpu_seconds_c69809d", "own CPU seconds to the crossing fell by a median "
+                          "{m:.2f}× over the {n:d} posteriors it reaches in both sweeps",
+                          {"m": median(change), "n": exact(len(change))}, FRONTIER_CPU_ANCHOR))
     converged = [Span.printed(r["ratio"]) for r in read("frontier_cpu_converged.csv") if r["ratio"]]
     ahead = count_below(converged, 1.0)
     figures.append(Figure(
