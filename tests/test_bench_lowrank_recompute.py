@@ -2,10 +2,12 @@
 of draws, on both of the estimator's routes (the span of the draws, and all d dimensions)."""
 
 import numpy as np
+import pytest
 
 from tests import scripts
 
 
+@pytest.mark.slow  # compiles the estimator: ~9 s of one core
 def test_a_row_per_size_naming_its_route(capsys):
     assert scripts.load("bench_lowrank_recompute").main(["--dims", "12", "--draws", "4", "8", "--calls", "2",
                                                          "--repeats", "1"]) == 0
