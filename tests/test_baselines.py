@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("pymc")
+pytestmark = pytest.mark.slow  # every test reads the two sweeps: ~20 s of a core before the first
 
 from tests import clirun  # noqa: E402
 

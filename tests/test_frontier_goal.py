@@ -42,6 +42,7 @@ def _script():
     return module
 
 
+@pytest.mark.slow  # ~5-10 s of a core
 def test_a_wrong_answer_counts_as_never():
     """A seed whose trace crosses b² < 0.01 but whose draws fail the reference (or that the
     runner flagged) is ∞; a divergence warning leaves its value."""
@@ -112,6 +113,7 @@ def test_a_missing_source_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # ~5-10 s of a core
 def test_ours_from_several_sweep_folders(tmp_path, capsys):
     """``--ours-runs A B``: the runs of both folders are one configuration, ours, against the
     baselines' peers; the median is over the seeds of both."""

@@ -358,6 +358,7 @@ def _around_posteriordb(name, model, n, seed):
     return centre + 0.5 * scale * np.random.default_rng(seed).standard_normal((n, len(mean)))
 
 
+@pytest.mark.slow  # ~6 s of a core; test_equal_to_the_stan_program checks accel_gp at the reference draws
 def test_accel_gp_equals_the_stan_program_at_random_points():
     """Without any draws: at points drawn around posteriordb's published posterior (each
     coordinate its published mean plus half its published sd, N(0, 1), on the unconstrained

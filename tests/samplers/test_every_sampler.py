@@ -13,6 +13,7 @@ Python) where a sampler has both:
 Each config runs with shortened burn-in / adaptation lengths, so that 400 iterations cross
 every phase change."""
 
+import functools
 from importlib import resources
 
 import numpy as np
@@ -37,6 +38,7 @@ def sampler_names():
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
 
 
+@functools.lru_cache(maxsize=None)  # composed once per worker: the block and count tests share it
 def _config(name: str, target: str):
     with initialize_config_module("ckam_bench.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"sampler={name}", f"target={target}"])
@@ -134,10 +136,15 @@ flow adapter calls one too): tests/samplers/test_peers.py counts them against th
 own leapfrog counts."""
 
 
+SLOW_BLOCKS = ("nutpie_flow",)
+"""Its flow fit compiles and trains in JAX at every run (~13-21 s a test): the slow tier."""
+
+
 def loops(names):
     """(name, loop) pairs: both loops, except for the JAX peers, whose XLA-compiled blocks do
     not read ``CKAM_BENCH_JIT`` (one run covers them; JAX_PEERS)."""
-    return [(name, loop) for name in names for loop in ("compiled", "python")
+    return [pytest.param(name, loop, marks=pytest.mark.slow if name in SLOW_BLOCKS else [])
+            for name in names for loop in ("compiled", "python")
             if not (name in JAX_PEERS and loop == "python")]
 
 

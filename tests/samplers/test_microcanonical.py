@@ -34,7 +34,8 @@ def _standard_gaussian(dim):
 
 
 # ---------------------------------------------------------------------------- accounting
-@pytest.mark.parametrize("name", sorted(FAST))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "blackjax_nuts_fisher" else pytest.mark.slow)
+                                  for n in sorted(FAST)])  # one in the default tier: each compiles ~3-7 s
 def test_gradient_count_equals_the_evaluations_the_library_made(name):
     """Tuner and warm-up included: the harness's n_grad is exactly the number of evaluations the
     density saw (the harness's start check adds one density evaluation)."""
