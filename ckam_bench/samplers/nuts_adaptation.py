@@ -58,8 +58,8 @@ schedule can be compared one at a time.
 * ``step_size`` — the metric is never adapted; ε by Stan's heuristic at t = 0 and dual
   averaging toward ``target_accept`` through the warm-up, ε̄ at its end.
 
-Every iteration (warm-up and after) may use ε·u, u ~ U(1 − j, 1 + j) (``step_jitter`` j,
-nutpie's 0.1; one uniform drawn after the momentum). Finite adaptation: after warm-up the
+Every iteration may use ε·u, u ~ U(1 − j, 1 + j) (``step_jitter`` j, nutpie's 0.1; one
+uniform drawn after the momentum; after warm-up j is ``sampling_jitter`` when set). Finite adaptation: after warm-up the
 metric and ε̄ are fixed, so the kernel (with jitter, a fixed mixture of NUTS kernels) leaves π
 invariant. Counting as NUTS: every leapfrog step of the trees and of the step-size searches is
 one density and one gradient evaluation (compiled: the kernel's count, added to the target's
@@ -95,7 +95,7 @@ STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
- P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE, P_RIDGE_POWER) = range(21)
+ P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE, P_RIDGE_POWER, P_SAMPLING_JITTER) = range(22)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending,
 # gradients spent since the last metric update, the final window's start and the warm-up's end
 # (moved earlier when the metric has converged)
@@ -394,7 +394,8 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
             step, evals = _step_search(f, y, logp, gy, p, metric, start, target, low, high, work[0], work[1], work[2])
             n_evals += evals
             dual_averaging.restart(da, step)
-        eps = step * (1.0 - jitter + 2.0 * jitter * rng.random()) if jitter > 0.0 else step
+        j = jitter if t < end else params[P_SAMPLING_JITTER]
+        eps = step * (1.0 - j + 2.0 * j * rng.random()) if j > 0.0 else step
         logp, stat, n_lf, divergent, depth, sym, index = transition(f, y, logp, gy, p, metric, eps, rng, max_depth,
                                                                     work)
         n_evals += n_lf
@@ -487,6 +488,8 @@ class AdaptedNUTS(NUTS):
         update spent this many gradients (0: never; ``nuts_lowrank``'s rule, module docstring).
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
+    sampling_jitter : j after warm-up (None: ``step_jitter``); a wider one lets a chain leave a
+        spot whose curvature its ε overshoots (docs/samplers.md).
     rank_gamma, eigval_cutoff : the low-rank estimator's γ and c (nuts-rs: 10⁻⁵, 2).
     rank_ridge_power : r of the low-rank estimator's ridge γnʳ on the covariances of n draws
         (:mod:`~ckam_bench.adaptation.fisher`), in [−1, 1]: −1 as nuts-rs from 0.18.1 on (a
@@ -504,7 +507,8 @@ class AdaptedNUTS(NUTS):
                  early_switch: int = 10, window: int = 80, window_growth: float = 1.5, update_every: int = 1,
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
                  eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0,
-                 converge_cutoff: float = 0.0, rank_ridge_power: float = -1.0):
+                 converge_cutoff: float = 0.0, rank_ridge_power: float = -1.0,
+                 sampling_jitter: float | None = None):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -537,6 +541,8 @@ class AdaptedNUTS(NUTS):
             raise ValueError(f"window_growth must be a finite number >= 1, got {window_growth}")
         self.max_step = check_positive("max_step", max_step)
         self.step_jitter = check_fraction("step_jitter", step_jitter, -1e-12, 1.0)
+        self.sampling_jitter = self.step_jitter if sampling_jitter is None else \
+            check_fraction("sampling_jitter", sampling_jitter, -1e-12, 1.0)
         self.rank_gamma = check_positive("rank_gamma", rank_gamma)
         self.eigval_cutoff = check_positive("eigval_cutoff", eigval_cutoff)
         self.rank_ridge_power = float(rank_ridge_power)
@@ -561,7 +567,7 @@ class AdaptedNUTS(NUTS):
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
                          self.early_update_every, self.early_update_gradients, self.converge_cutoff,
-                         self.rank_ridge_power],
+                         self.rank_ridge_power, self.sampling_jitter],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -669,7 +675,7 @@ class AdaptedNUTS(NUTS):
 
     def describe(self) -> dict:
         info = {**super().describe(), "estimator": self.estimator, "schedule": self.schedule,
-                "step_jitter": self.step_jitter,
+                "step_jitter": self.step_jitter, "sampling_jitter": self.sampling_jitter,
                 "kernel": "fixed after warm-up (metric and averaged step size frozen)" if self.burn_in else "fixed"}
         if self.schedule == "nutpie":
             info.update(early_end=self.early_end, final_window_start=self.final_start, early_switch=self.early_switch,
