@@ -853,6 +853,45 @@ def frontier_converged() -> list[Figure]:
     return figures
 
 
+JITTER_ANCHOR = "- **Tried 2026-12-01, kept as an option, not the default: a wider step-size jitter after the"
+
+
+def sampling_jitter() -> list[Figure]:
+    """nuts_converged with sampling_jitter 0.5: against the best of the eight peers
+    (frontier_goal.py) and, seed by seed, against its run with the default jitter
+    (ablation_seeds.py). Counts are exact; ratios of exact counts."""
+    source = "frontier_converged_sj05"
+    ratio = _frontier_ratios(source)
+    values = list(ratio.values())
+    ess = [Span.printed(r["ess_ratio"]) for r in read(f"{source}.csv") if r["posterior"] in ratio]
+    seeds: dict = {}
+    for r in read("ablation_sampling_jitter.csv"):
+        seeds.setdefault(r["posterior"], []).append(r)
+    moves, void_before, void_after = [], 0, 0
+    for group in seeds.values():
+        before = statistics.median(float(r["before"]) for r in group)
+        after = statistics.median(float(r["after"]) for r in group)
+        if not (math.isinf(before) and math.isinf(after)):
+            moves.append(0.0 if math.isinf(before) else (INF if math.isinf(after) else after / before))
+        void_before += sum(bool(r["before_void"]) for r in group)
+        void_after += sum(bool(r["after_void"]) for r in group)
+    finite = [v for v in moves if 0 < v < INF]
+    up, down = sum(v > 1.2 for v in moves), sum(v < 1 / 1.2 for v in moves)
+    return [
+        Figure(SAMPLERS, source, "Above 1.5: **{k:d} posteriors, not 6**", {"k": exact(sum(v > 1.5 for v in values))},
+               JITTER_ANCHOR),
+        Figure(SAMPLERS, source, "median ratio rises from 0.69 to **{m:.2f}**, and the min ESS per gradient at the "
+               "runs' ends falls to a median {e:.2f} of the best peer's",
+               {"m": exact(statistics.median(values)), "e": median(ess)}, JITTER_ANCHOR),
+        Figure(SAMPLERS, "ablation_sampling_jitter", "move by more than a checkpoint's spacing on {n:d} posteriors "
+               "({f:d} fewer gradients, {u:d} more; geometric mean of the finite median ratios {g:.2f}), and {vb:d} "
+               "seeds voided before, {va:d} after",
+               {"n": exact(up + down), "f": exact(down), "u": exact(up),
+                "g": exact(math.exp(statistics.mean(math.log(v) for v in finite))),
+                "vb": exact(void_before), "va": exact(void_after)}, JITTER_ANCHOR),
+    ]
+
+
 def frontier_new_peers() -> list[Figure]:
     """The peers of 2026 (walnutpie, GIST, BlackJAX's staged Fisher adaptation) against the best
     of the five older peer configurations of the baselines (scripts/frontier_goal.py --ours):
@@ -925,7 +964,7 @@ def frontier_cpu() -> list[Figure]:
 # ------------------------------------------------------------------ every figure, and the check
 BUILDERS = (lowrank_updates, lowrank_updates_1733, welford_inflation, ablation_seed0, cpu_goal_figures,
             behind_seeds, posteriordb_seed0, peer_overhead, numpyro_logistic, gradient_rates, frontier_gradients,
-            frontier_warmup, frontier_converged, frontier_new_peers, frontier_cpu)
+            frontier_warmup, frontier_converged, sampling_jitter, frontier_new_peers, frontier_cpu)
 NOT_FILES = ("its own table", "computed")
 
 

@@ -440,6 +440,37 @@ def test_the_kernel_is_fixed_after_warm_up(name):
         assert np.all(np.abs(block.step_size / frozen[1] - 1.0) <= jitter + 1e-12)
 
 
+def test_sampling_jitter_widens_the_steps_after_warm_up_only():
+    """``sampling_jitter`` j': the warm-up draws ε·U(1 − j, 1 + j) as before (the same chain to
+    the bit: its default is ``step_jitter``), each transition after it ε̄·U(1 − j', 1 + j');
+    a value outside [0, 1) is refused naming the key."""
+    target = gauss2d_corr()
+    runs = {}
+    for key, extra in (("default", {}), ("same", {"sampling_jitter": 0.1}), ("wide", {"sampling_jitter": 0.5})):
+        s = _config("nuts_converged", burn_in=100, **extra)()
+        state = s.init(target, None, np.random.default_rng(3))
+        state, block = s.advance(state, 500)
+        runs[key] = (block, state.step, int(s.trace_columns(state)["warmup_end"]))
+    (default, step, end), (same, _, _), (wide, wide_step, wide_end) = runs["default"], runs["same"], runs["wide"]
+    np.testing.assert_array_equal(default.samples, same.samples)
+    np.testing.assert_array_equal(default.step_size, same.step_size)
+    assert wide_end == end and wide_step == step and 0 < end < 400
+    np.testing.assert_array_equal(wide.step_size[:end], default.step_size[:end])  # the warm-up: the same chain
+    ratio = wide.step_size[end:] / step
+    assert ratio.min() >= 0.5 - 1e-12 and ratio.max() <= 1.5 + 1e-12 and ratio.min() < 0.6 and ratio.max() > 1.4
+    narrow = default.step_size[end:] / step
+    assert narrow.min() >= 0.9 - 1e-12 and narrow.max() <= 1.1 + 1e-12
+    with pytest.raises(ValueError, match="sampling_jitter"):
+        AdaptedNUTS(sampling_jitter=1.0)
+
+
+def test_stationarity_check_with_the_wide_sampling_jitter():
+    """The kernel after warm-up is a fixed mixture of NUTS kernels: chains from exact draws stay
+    distributed as π through the warm-up and after, with ε̄·U(0.5, 1.5)."""
+    assert_stationary(_config("nuts_converged", burn_in=200, sampling_jitter=0.5), gauss2d_corr(), n_chains=60,
+                      times=[200, 700], seed=5)
+
+
 def _shared_density(base):
     """(Plain, Compiled) targets evaluating one compiled density-and-gradient: Plain through
     Python (the Python loops), Compiled in the kernels, so the two compute the same numbers."""
