@@ -58,10 +58,10 @@ schedule can be compared one at a time.
 * ``step_size`` — the metric is never adapted; ε by Stan's heuristic at t = 0 and dual
   averaging toward ``target_accept`` through the warm-up, ε̄ at its end.
 
-Every iteration may use ε·u, u ~ U(1 − j, 1 + j) (``step_jitter`` j, nutpie's 0.1; one
-uniform drawn after the momentum; after warm-up j is ``sampling_jitter`` when set). Finite adaptation: after warm-up the
-metric and ε̄ are fixed, so the kernel (with jitter, a fixed mixture of NUTS kernels) leaves π
-invariant. Counting as NUTS: every leapfrog step of the trees and of the step-size searches is
+Every iteration may use ε·u, u ~ U(1 − j, 1 + j) (``step_jitter`` j, nutpie's 0.1; one uniform
+drawn after the momentum; after warm-up j is ``sampling_jitter`` when set). Finite adaptation:
+after warm-up the metric and ε̄ are fixed, so the kernel (with jitter, a fixed mixture of NUTS
+kernels) leaves π invariant. Counting as NUTS: every leapfrog step of the trees and of the step-size searches is
 one density and one gradient evaluation (compiled: the kernel's count, added to the target's
 counters; Python: the target's counted API). The draws of the loop: d uniforms for the
 momentum, one for the jitter, then the tree's (:mod:`~ckam_bench.samplers.nuts`).
