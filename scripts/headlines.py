@@ -856,16 +856,15 @@ def frontier_converged() -> list[Figure]:
 JITTER_ANCHOR = "- **Tried 2026-12-01, kept as an option, not the default: a wider step-size jitter after the"
 
 
-def sampling_jitter() -> list[Figure]:
-    """nuts_converged with sampling_jitter 0.5: against the best of the eight peers
-    (frontier_goal.py) and, seed by seed, against its run with the default jitter
-    (ablation_seeds.py). Counts are exact; ratios of exact counts."""
-    source = "frontier_converged_sj05"
+def _jitter_figures(suffix: str) -> tuple[dict, Span, dict]:
+    """(ratios to the best peer, the median min-ESS ratio, the seed-by-seed counts) of
+    nuts_converged with a sampling_jitter: frontier_converged_sj<suffix>.csv and
+    ablation_sampling_jitter<suffix>.csv (suffix "" for 0.5)."""
+    source = f"frontier_converged_sj{suffix or '05'}"
     ratio = _frontier_ratios(source)
-    values = list(ratio.values())
-    ess = [Span.printed(r["ess_ratio"]) for r in read(f"{source}.csv") if r["posterior"] in ratio]
+    ess = median([Span.printed(r["ess_ratio"]) for r in read(f"{source}.csv") if r["posterior"] in ratio])
     seeds: dict = {}
-    for r in read("ablation_sampling_jitter.csv"):
+    for r in read(f"ablation_sampling_jitter{suffix}.csv"):
         seeds.setdefault(r["posterior"], []).append(r)
     moves, void_before, void_after = [], 0, 0
     for group in seeds.values():
@@ -877,18 +876,34 @@ def sampling_jitter() -> list[Figure]:
         void_after += sum(bool(r["after_void"]) for r in group)
     finite = [v for v in moves if 0 < v < INF]
     up, down = sum(v > 1.2 for v in moves), sum(v < 1 / 1.2 for v in moves)
+    counts = {"n": exact(up + down), "f": exact(down), "u": exact(up),
+              "g": exact(math.exp(statistics.mean(math.log(v) for v in finite))),
+              "vb": exact(void_before), "va": exact(void_after)}
+    return ratio, ess, counts
+
+
+def sampling_jitter() -> list[Figure]:
+    """nuts_converged with sampling_jitter 0.5 and 0.3: against the best of the eight peers
+    (frontier_goal.py) and, seed by seed, against its run with the default jitter
+    (ablation_seeds.py). Counts are exact; ratios of exact counts."""
+    wide, wide_ess, wide_seeds = _jitter_figures("")
+    mid, mid_ess, mid_seeds = _jitter_figures("03")
     return [
-        Figure(SAMPLERS, source, "Above 1.5: **{k:d} posteriors, not 6**", {"k": exact(sum(v > 1.5 for v in values))},
-               JITTER_ANCHOR),
-        Figure(SAMPLERS, source, "median ratio rises from 0.69 to **{m:.2f}**, and the min ESS per gradient at the "
-               "runs' ends falls to a median {e:.2f} of the best peer's",
-               {"m": exact(statistics.median(values)), "e": median(ess)}, JITTER_ANCHOR),
+        Figure(SAMPLERS, "frontier_converged_sj05", "Above 1.5: **{k:d} posteriors, not 6**",
+               {"k": exact(sum(v > 1.5 for v in wide.values()))}, JITTER_ANCHOR),
+        Figure(SAMPLERS, "frontier_converged_sj05", "median ratio rises from 0.69 to **{m:.2f}**, and the min ESS per "
+               "gradient at the runs' ends falls to a median {e:.2f} of the best peer's",
+               {"m": exact(statistics.median(wide.values())), "e": wide_ess}, JITTER_ANCHOR),
         Figure(SAMPLERS, "ablation_sampling_jitter", "move by more than a checkpoint's spacing on {n:d} posteriors "
                "({f:d} fewer gradients, {u:d} more; geometric mean of the finite median ratios {g:.2f}), and {vb:d} "
-               "seeds voided before, {va:d} after",
-               {"n": exact(up + down), "f": exact(down), "u": exact(up),
-                "g": exact(math.exp(statistics.mean(math.log(v) for v in finite))),
-                "vb": exact(void_before), "va": exact(void_after)}, JITTER_ANCHOR),
+               "seeds voided before, {va:d} after", wide_seeds, JITTER_ANCHOR),
+        Figure(SAMPLERS, "frontier_converged_sj03", "against the best peer stays **{m:.2f}** (0.69 at 0.1) and the min "
+               "ESS per gradient at a median {e:.2f} of the best peer's; above 1.5 on **{k:d}**",
+               {"m": exact(statistics.median(mid.values())), "e": mid_ess,
+                "k": exact(sum(v > 1.5 for v in mid.values()))}, JITTER_ANCHOR),
+        Figure(SAMPLERS, "ablation_sampling_jitter03", "{n:d} posteriors move by more than a checkpoint's spacing ({f:d} "
+               "fewer gradients, {u:d} more; geometric mean of the finite median ratios {g:.2f}), seeds voided {vb:d} "
+               "before, {va:d} after", mid_seeds, JITTER_ANCHOR),
     ]
 
 
