@@ -54,13 +54,10 @@ def compare(before: dict, after: dict) -> list[dict]:
     return rows
 
 
-def _ratio(after: float, before: float) -> float:
-    if math.isinf(after) and math.isinf(before):
-        return math.nan
-    return after / before if math.isfinite(before) else (0.0 if math.isfinite(after) else math.inf)
-
-
-def summary(rows: list[dict], level: float) -> list[str]:
+def summary(rows: list[dict], fg) -> list[str]:
+    """The per-posterior lines and the summary line; ``fg`` is frontier_goal.py (its ratio's ∞
+    conventions and its checkpoint spacing LEVEL)."""
+    level = fg.LEVEL
     by: dict = {}
     for row in rows:
         by.setdefault(row["posterior"], []).append(row)
@@ -68,7 +65,7 @@ def summary(rows: list[dict], level: float) -> list[str]:
     for posterior, group in by.items():
         b = float(np.median([r["before"] for r in group]))
         a = float(np.median([r["after"] for r in group]))
-        ratio = _ratio(a, b)
+        ratio = fg.ratio(a, b)
         lines.append(f"{posterior}: {_count(b)} -> {_count(a)} ({len(group)} seeds; "
                      + " ".join(f"{r['seed']}:{_count(r['before'])}->{_count(r['after'])}" for r in group) + ")")
         if math.isfinite(ratio) and ratio > 0:
@@ -114,7 +111,7 @@ def main(argv=None) -> int:
     rows = compare(seeds(args.before, fg), seeds(args.after, fg))
     if not rows:
         ap.exit(2, f"{ap.prog}: the two folders share no suite run (posterior and seed)\n")
-    print("\n".join(summary(rows, fg.LEVEL)))
+    print("\n".join(summary(rows, fg)))
     if args.csv:
         write_csv(rows, args.csv)
     return 0

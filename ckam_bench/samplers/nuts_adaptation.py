@@ -380,7 +380,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
     y, gy, p = np.empty(d), np.empty(d), np.empty(d)
     n_collected = n_evals = 0
     diverged = np.zeros(n, dtype=np.bool_)
-    jitter = params[P_JITTER]
+    jitter, sampling_jitter = params[P_JITTER], params[P_SAMPLING_JITTER]
     nutpie = int(params[P_SCHEDULE]) == NUTPIE
     step_only = int(params[P_SCHEDULE]) == STEP_SIZE
     for i in range(n):
@@ -394,7 +394,7 @@ def _adapted_loop(f, transition, x, logp, g, step, metric, da, est, sched, t0, b
             step, evals = _step_search(f, y, logp, gy, p, metric, start, target, low, high, work[0], work[1], work[2])
             n_evals += evals
             dual_averaging.restart(da, step)
-        j = jitter if t < end else params[P_SAMPLING_JITTER]
+        j = jitter if t < end else sampling_jitter
         eps = step * (1.0 - j + 2.0 * j * rng.random()) if j > 0.0 else step
         logp, stat, n_lf, divergent, depth, sym, index = transition(f, y, logp, gy, p, metric, eps, rng, max_depth,
                                                                     work)
