@@ -16,8 +16,9 @@ and between the conditional 1/(Σ⁻¹)ⱼⱼ and the marginal variance otherwis
 mean). Both variances come from Welford's recursions (:mod:`~ckam_bench.adaptation.welford`,
 ddof 1: the ratio does not depend on the normalisation); an estimate that is not finite or is 0
 keeps the coordinate's previous value, and the others are clipped to [10⁻²⁰, 10²⁰] (as nuts-rs).
-Before any draw the metric is σⱼ² = 1/|gⱼ(x₀)| (|g| clipped to [10⁻²⁰, 10²⁰], a non-finite
-result gives 1): the scale at which a Gaussian with that gradient at x₀ has x₀ one sd out.
+Before any draw the metric is σⱼ² = 1/|gⱼ(x₀)| (|g| clipped to [10⁻²⁰, 10²⁰]; a gradient
+coordinate that is 0 or not finite gives 1): the scale at which a Gaussian with that gradient at
+x₀ has x₀ one sd out.
 
 **Stan's variance estimator** (for the estimator × schedule ablation): M⁻¹ = diag of the draws'
 sample variances regularised as Stan, n/(n + 5)·v + 10⁻³·5/(n + 5); identity before any draw.
@@ -183,10 +184,14 @@ def variance_into(est, minv):
 
 @jit.jitable
 def gradient_init_into(g, minv):
-    """minv ← 1/|g| with |g| clipped to [10⁻²⁰, 10²⁰] (1 where g is NaN)."""
+    """minv ← 1/|g| with |g| clipped to [10⁻²⁰, 10²⁰]; 1 where g is 0 or NaN. A zero gradient
+    coordinate (a centred hierarchy's mean at its support point, where every group sits at the
+    mean) says nothing of that coordinate's scale: 1/10⁻²⁰ there made every step size down to
+    10⁻¹² unstable and the first trees ran to the depth limit. nuts-rs refuses such a start and
+    nutpie jitters it; the harness keeps the start and leaves that coordinate's scale at 1."""
     for j in range(g.shape[0]):
         a = abs(g[j])
-        minv[j] = 1.0 / min(max(a, LOWER), UPPER) if a == a else 1.0
+        minv[j] = 1.0 / min(max(a, LOWER), UPPER) if a > 0.0 else 1.0
 
 
 # ------------------------------------------------------------------------ low-rank buffer
@@ -287,31 +292,42 @@ def spd_geometric_mean(cx, cg):
 
 
 @jit.jitable
+def scales_into(draws, grads, sigma, mx, mg):
+    """σⱼ = (Var xⱼ/Var gⱼ)^¼ of draws and gradients (n, d) (population variances) into sigma,
+    their means into mx and mg; False when some σⱼ is not finite and positive (the rest unset)."""
+    n, d = draws.shape
+    for j in range(d):
+        a = b = 0.0
+        for i in range(n):
+            a += draws[i, j]
+            b += grads[i, j]
+        a /= n
+        b /= n
+        vx = vg = 0.0
+        for i in range(n):
+            vx += (draws[i, j] - a) ** 2
+            vg += (grads[i, j] - b) ** 2
+        s = math.sqrt(math.sqrt(vx / vg)) if vg > 0.0 else math.inf
+        if not (math.isfinite(s) and s > 0.0):
+            return False
+        sigma[j], mx[j], mg[j] = s, a, b
+    return True
+
+
+@jit.jitable
 def low_rank_estimate(draws, grads, gamma, cutoff, ridge_power):
     """(ok, σ, λ kept, U (d, k)) from draws and gradients (n, d): the module docstring's
     estimator with the ridge γnʳ (r = ``ridge_power``); ok is False when some σⱼ is not finite and
     positive (nothing is estimated)."""
     n, d = draws.shape
-    sigma = np.empty(d)
+    sigma, mx, mg = np.empty(d), np.empty(d), np.empty(d)
+    if not scales_into(draws, grads, sigma, mx, mg):
+        return False, sigma, np.zeros(0), np.zeros((d, 0))
     xs, gs = np.empty((n, d)), np.empty((n, d))
     for j in range(d):
-        mx = mg = 0.0
         for i in range(n):
-            mx += draws[i, j]
-            mg += grads[i, j]
-        mx /= n
-        mg /= n
-        vx = vg = 0.0
-        for i in range(n):
-            vx += (draws[i, j] - mx) ** 2
-            vg += (grads[i, j] - mg) ** 2
-        s = math.sqrt(math.sqrt(vx / vg)) if vg > 0.0 else math.inf
-        if not (math.isfinite(s) and s > 0.0):
-            return False, sigma, np.zeros(0), np.zeros((d, 0))
-        sigma[j] = s
-        for i in range(n):
-            xs[i, j] = (draws[i, j] - mx) / s
-            gs[i, j] = (grads[i, j] - mg) * s
+            xs[i, j] = (draws[i, j] - mx[j]) / sigma[j]
+            gs[i, j] = (grads[i, j] - mg[j]) * sigma[j]
     whole = 2 * n >= d  # Q = I: the projections are the rescaled draws themselves
     if whole:
         basis, px, pg = np.eye(d), xs, gs

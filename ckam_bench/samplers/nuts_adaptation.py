@@ -159,19 +159,18 @@ def _est_metric(est, metric, kind, gamma, cutoff, ridge_power):
 
 @jit.jitable
 def converged(est, gamma, c, ridge_power):
-    """Whether the low-rank estimate of the foreground's first half leaves nothing to change on
-    its second half: the estimator run on the second half's draws and gradients in the first
-    half's coordinates y = T⁻¹x, Tᵀg gives every σⱼ² in [1/c, c] and no eigenvalue outside
-    it (on a Gaussian it gives exactly the identity once T is right: there ∇log π(y) = −y + b).
-    False with fewer than :data:`CONVERGE_DRAWS` draws."""
+    """Whether the low-rank estimate of the foreground's first half leaves nothing to change on its
+    second half: the estimator run on the second half's draws and gradients in the first half's
+    coordinates y = T⁻¹x, Tᵀg gives every σⱼ² in [1/c, c] (checked first: no eigensolver where it
+    fails) and no eigenvalue outside it (on a Gaussian it gives exactly the identity once T is
+    right: there ∇log π(y) = −y + b). False with fewer than :data:`CONVERGE_DRAWS` draws."""
     n, d = int(est[0, 1]), est.shape[1] // 2
     if n < CONVERGE_DRAWS:
         return False
     h = n // 2
     rows = est[1:n + 1]
     ok, sigma, values, vectors = fisher.low_rank_estimate(np.ascontiguousarray(rows[:h, :d]),
-                                                          np.ascontiguousarray(rows[:h, d:]), gamma, c,
-                                                          ridge_power)
+                                                          np.ascontiguousarray(rows[:h, d:]), gamma, c, ridge_power)
     if not ok:
         return False
     metric = nuts_metric.build(sigma, values, vectors)
@@ -179,13 +178,14 @@ def converged(est, gamma, c, ridge_power):
     for i in range(n - h):
         nuts_metric.to_y(metric, rows[h + i, :d], ys[i])
         nuts_metric.grad_to_y(metric, rows[h + i, d:], gys[i])
-    ok, sigma, values, _ = fisher.low_rank_estimate(ys, gys, gamma, c, ridge_power)
-    if not ok or values.shape[0] > 0:
+    sigma, mean = np.empty(d), np.empty((2, d))
+    if not fisher.scales_into(ys, gys, sigma, mean[0], mean[1]):
         return False
     for j in range(d):
         if not 1.0 / c <= sigma[j] * sigma[j] <= c:
             return False
-    return True
+    ok, _, values, _ = fisher.low_rank_estimate(ys, gys, gamma, c, ridge_power)
+    return ok and values.shape[0] == 0
 
 
 @jit.jitable

@@ -61,7 +61,9 @@ def test_fisher_diagonal_is_the_ratio_of_sample_variances_and_its_gaussian_limit
 def test_fisher_start_foreground_background_and_stans_variance():
     minv = np.empty(4)
     fisher.gradient_init_into(np.array([2.0, 0.0, -np.inf, np.nan]), minv)
-    np.testing.assert_array_equal(minv, [0.5, 1e20, 1e-20, 1.0])
+    np.testing.assert_array_equal(minv, [0.5, 1.0, 1e-20, 1.0])  # a zero gradient says nothing of the scale
+    fisher.gradient_init_into(np.array([1e-30, 1e30]), minv[:2])
+    np.testing.assert_array_equal(minv[:2], [1e20, 1e-20])
     rng = np.random.default_rng(1)
     draws, grads = rng.standard_normal((30, 2)), rng.standard_normal((30, 2))
     est = fisher.diag_init(2)
@@ -372,6 +374,17 @@ def test_converged_is_a_split_half_check_of_the_metric():
     both = _buffer(np.vstack([draws[:30], tilted]), np.vstack([grads[:30], tilted_g]))
     assert not converged(both, 1e-5, 2.0, 1.0)  # ... is a variance ratio up to 4: outside [1/2, 2]
     assert converged(both, 1e-5, 4.5, 1.0)
+    # a correlation of 0.8 in the second half leaves every σⱼ² in [1/2, 2] (0.6) but puts the
+    # eigenvalues 3 and 1/3 outside it: the eigensolver after the diagonal check decides
+    z = rng.standard_normal((60, 8))
+    cov = np.array([[1.0, 0.8], [0.8, 1.0]])
+    x, g = z.copy(), -z.copy()
+    x[30:, :2] = z[30:, :2] @ np.linalg.cholesky(cov).T
+    g[30:, :2] = -x[30:, :2] @ np.linalg.inv(cov)
+    sigma, mx, mg = np.empty(2), np.empty(2), np.empty(2)
+    assert fisher.scales_into(x[30:, :2], g[30:, :2], sigma, mx, mg)
+    assert np.all((0.5 <= sigma ** 2) & (sigma ** 2 <= 2.0))
+    assert not converged(_buffer(x, g), 1e-5, 2.0, 1.0)
 
 
 def test_the_warm_up_ends_once_converged_and_the_phases_agree():
