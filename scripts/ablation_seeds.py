@@ -11,7 +11,11 @@ mean of the finite ratios, and the seeds voided before and after::
 
     python scripts/ablation_seeds.py conv conv_jitter05 --csv docs/tables/ablation_step_jitter.csv
 
-Counts, which no load changes. ``--csv`` writes one row per posterior and seed.
+Counts, which no load changes. ``--csv`` writes one row per posterior and seed. ``BEFORE`` may
+also be such a CSV of an earlier ablation: its ``after`` arm (``--arm before`` for the other) is
+then the runs before the change, so a shipped arm need not be run again::
+
+    python scripts/ablation_seeds.py docs/tables/ablation_sampling_jitter03.csv conv_next
 """
 
 from __future__ import annotations
@@ -42,6 +46,18 @@ def seeds(folder: str, fg) -> dict:
         if (key := fg._key(run)) is not None:
             cells[(key[0], int(run.status["seed"]))] = fg.seed_value(run, key[0])
     return cells
+
+
+def seeds_from_csv(path: str, arm: str) -> dict:
+    """The cells of one arm (``before`` or ``after``) of a CSV this script wrote."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype={f"{arm}_void": str}, keep_default_na=False)
+    missing = {"posterior", "seed", arm, f"{arm}_void"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path}: not an ablation CSV of this script (no column {sorted(missing)[0]})")
+    return {(row["posterior"], int(row["seed"])): (float(row[arm]), row[f"{arm}_void"])
+            for _, row in frame.iterrows()}
 
 
 def compare(before: dict, after: dict) -> list[dict]:
@@ -100,15 +116,22 @@ def write_csv(rows: list[dict], path: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("before", help="the sweep folder of the runs before the change")
+    ap.add_argument("before", help="the sweep folder of the runs before the change, or a CSV of an earlier ablation")
     ap.add_argument("after", help="the sweep folder of the runs after it")
+    ap.add_argument("--arm", choices=("before", "after"), default="after",
+                    help="the arm of a BEFORE CSV that is the runs before the change (default: after)")
     ap.add_argument("--csv", default=None, help="also write one row per posterior and seed here")
     args = ap.parse_args(argv)
+    csv_before = args.before.endswith(".csv") and Path(args.before).is_file()
     for name, value in (("before", args.before), ("after", args.after)):
-        if not Path(value).is_dir():
+        if not (Path(value).is_dir() or (name == "before" and csv_before)):
             ap.exit(2, f"{ap.prog}: {name}: no such folder: {value}\n")
     fg = _frontier()
-    rows = compare(seeds(args.before, fg), seeds(args.after, fg))
+    try:
+        before = seeds_from_csv(args.before, args.arm) if csv_before else seeds(args.before, fg)
+    except ValueError as error:
+        ap.exit(2, f"{ap.prog}: before: {error}\n")
+    rows = compare(before, seeds(args.after, fg))
     if not rows:
         ap.exit(2, f"{ap.prog}: the two folders share no suite run (posterior and seed)\n")
     print("\n".join(summary(rows, fg)))
