@@ -74,6 +74,36 @@ def _kinetic_m(p, minv, numpy_order=False):
     return _kinetic(p, minv if minv.ndim == 1 else minv[nuts_metric.ONES], numpy_order)
 
 
+@jit.jitable
+def _step_search(f, x, logp, g, p, metric, step, target, low, high, xw, pw, gw):
+    """Double (or halve) ε from ``step`` until the acceptance min(1, e^(H₀ − H)) of one leapfrog
+    step from (x, p) crosses ``target`` (a non-finite step: acceptance 0), or ε leaves
+    [low, high]. Returns (ε, evaluations). With target 0.8 and [10⁻¹², 10⁷] it is Stan's
+    heuristic of :func:`~ckam_bench.samplers.hamiltonian._reasonable_step`; with
+    ``target_accept`` and [10⁻¹⁰, 10⁵] nuts-rs's search."""
+    h0 = -logp + _kinetic_m(p, metric)
+    n_evals = 0
+    direction = 0
+    for _ in range(100):
+        _copy(xw, x)
+        _copy(pw, p)
+        _copy(gw, g)
+        lp = _leapfrog_m(f, xw, pw, gw, step, metric)
+        n_evals += 1
+        delta = h0 - (-lp + _kinetic_m(pw, metric))
+        accept = 0.0 if delta != delta else (1.0 if delta >= 0.0 else math.exp(delta))
+        if direction == 0:
+            direction = 1 if accept > target else -1
+        if direction == 1 and not accept > target:
+            break
+        if direction == -1 and not accept < target:
+            break
+        step = step * 2.0 if direction == 1 else step * 0.5
+        if step > high or step < low:
+            break
+    return step, n_evals
+
+
 @jit.jitable(inline=True)
 def _kinetic_unit_loop(p):
     total = 0.0  # as _kinetic's loop with M⁻¹ = I (1·p = p exactly)

@@ -31,7 +31,12 @@ schedule can be compared one at a time.
   every draw for the diagonal, every 10 for the low rank); in the early phase also once the
   trees since the last update spent ``early_update_gradients`` gradients (``nuts_lowrank``: 16;
   a 10-draw window is rank-deficient for d ≥ 10, and the deep trees of a poor metric then
-  recompute it after every draw, the short trees of a good one every few draws); at a
+  recompute it after every draw, the short trees of a good one every few draws); after it an
+  update between switches also waits until the trees since the last one spent κd² gradients
+  (``update_wait`` κ; ``nuts_converged``: 0.05): a low-rank recompute's eigensolvers cost
+  O(d³) (2.3 ms at d = 88, the cost of ~300 gradients of radon_mn's county model), so on a wide,
+  cheap posterior they would outweigh its trees, and d² gradients of at least O(d) each bound
+  them; at a
   *switch* the background (the draws since the last switch) becomes the foreground and a new
   background starts. In the early phase, t < ⌊0.3N⌋
   (``early_window``), the pair switches whenever the background holds 10 draws
@@ -83,7 +88,7 @@ from ckam_bench.samplers import nuts_metric
 from ckam_bench.samplers.hamiltonian import _I64, GradientState, _block, _copy, check_fraction, check_positive, \
     start_with_gradient
 from ckam_bench.samplers.nuts import (
-    _NDTRI, _NUTS_JOIN, _NUTS_START, NUTS, TS_SIZE, _kinetic_m, _leapfrog_m, _normals, _nuts_steps, _nuts_transition, _tree_rng,
+    _NDTRI, _NUTS_JOIN, _NUTS_START, NUTS, TS_SIZE, _normals, _nuts_steps, _nuts_transition, _step_search, _tree_rng,
 )
 from ckam_bench.samplers.nuts_tree import _nuts_work
 from ckam_bench.targets.base import Target
@@ -95,7 +100,7 @@ STAN, NUTPIE, STEP_SIZE = range(3)
 # the settings, in ``params``
 (P_TARGET, P_GAMMA, P_T0, P_KAPPA, P_MAX_LOG_STEP, P_JITTER, P_STEP0, P_EARLY_END, P_FINAL_START, P_EARLY_SWITCH,
  P_GROWTH, P_UPDATE_EVERY, P_RANK_GAMMA, P_CUTOFF, P_ESTIMATOR, P_SCHEDULE, P_WINDOW_START,
- P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE, P_RIDGE_POWER, P_SAMPLING_JITTER) = range(22)
+ P_EARLY_UPDATE_EVERY, P_EARLY_UPDATE_GRADIENTS, P_CONVERGE, P_RIDGE_POWER, P_SAMPLING_JITTER, P_UPDATE_WAIT) = range(23)
 # the schedule's state, in ``sched``: main window size, last metric update, first change pending,
 # gradients spent since the last metric update, the final window's start and the warm-up's end
 # (moved earlier when the metric has converged)
@@ -259,36 +264,6 @@ def nutpie_switches(burn_in: int, early_window: float = 0.3, step_size_window: f
 
 
 @jit.jitable
-def _step_search(f, x, logp, g, p, metric, step, target, low, high, xw, pw, gw):
-    """Double (or halve) ε from ``step`` until the acceptance min(1, e^(H₀ − H)) of one leapfrog
-    step from (x, p) crosses ``target`` (a non-finite step: acceptance 0), or ε leaves
-    [low, high]. Returns (ε, evaluations). With target 0.8 and [10⁻¹², 10⁷] it is Stan's
-    heuristic of :func:`~ckam_bench.samplers.hamiltonian._reasonable_step`; with
-    ``target_accept`` and [10⁻¹⁰, 10⁵] nuts-rs's search."""
-    h0 = -logp + _kinetic_m(p, metric)
-    n_evals = 0
-    direction = 0
-    for _ in range(100):
-        _copy(xw, x)
-        _copy(pw, p)
-        _copy(gw, g)
-        lp = _leapfrog_m(f, xw, pw, gw, step, metric)
-        n_evals += 1
-        delta = h0 - (-lp + _kinetic_m(pw, metric))
-        accept = 0.0 if delta != delta else (1.0 if delta >= 0.0 else math.exp(delta))
-        if direction == 0:
-            direction = 1 if accept > target else -1
-        if direction == 1 and not accept > target:
-            break
-        if direction == -1 and not accept < target:
-            break
-        step = step * 2.0 if direction == 1 else step * 0.5
-        if step > high or step < low:
-            break
-    return step, n_evals
-
-
-@jit.jitable
 def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, z, metric, da, est, sched, params,
                   work, y, gy, p):
     """nuts-rs's schedule after warm-up iteration t (module docstring). Returns (ε for the next
@@ -319,7 +294,8 @@ def _nutpie_adapt(f, t, burn_in, stat, sym, divergent, index, n_lf, x, logp, g, 
     every = params[P_EARLY_UPDATE_EVERY] if early else params[P_UPDATE_EVERY]
     sched[S_GRADIENTS] += n_lf
     spent = early and params[P_EARLY_UPDATE_GRADIENTS] > 0.0 and sched[S_GRADIENTS] >= params[P_EARLY_UPDATE_GRADIENTS]
-    if switch or spent or t - sched[S_LAST_UPDATE] >= every:
+    wait = 0.0 if early else params[P_UPDATE_WAIT] * x.shape[0] * x.shape[0]
+    if switch or spent or (t - sched[S_LAST_UPDATE] >= every and sched[S_GRADIENTS] >= wait):
         metric, changed = _est_metric(est, metric, int(params[P_ESTIMATOR]), params[P_RANK_GAMMA], params[P_CUTOFF],
                                       params[P_RIDGE_POWER])
     if changed:
@@ -486,6 +462,8 @@ class AdaptedNUTS(NUTS):
     early_update_every : the same in the early phase (default: ``update_every``).
     early_update_gradients : in the early phase, also update once the trees since the last
         update spent this many gradients (0: never; ``nuts_lowrank``'s rule, module docstring).
+    update_wait : κ ≥ 0; after the early phase an update between switches also waits until the
+        trees since the last one spent κd² gradients (0: no wait; module docstring).
     max_step : the cap of ε in dual averaging (nuts-rs: π; schedule ``nutpie``).
     step_jitter : j of ε·U(1 − j, 1 + j) (nutpie: 0.1; 0: no jitter, no draw).
     sampling_jitter : j after warm-up (None: ``step_jitter``); a wider one lets a chain leave a
@@ -508,7 +486,7 @@ class AdaptedNUTS(NUTS):
                  max_step: float = math.pi, step_jitter: float = 0.0, rank_gamma: float = 1e-5,
                  eigval_cutoff: float = 2.0, early_update_every: int | None = None, early_update_gradients: int = 0,
                  converge_cutoff: float = 0.0, rank_ridge_power: float = -1.0,
-                 sampling_jitter: float | None = None):
+                 sampling_jitter: float | None = None, update_wait: float = 0.0):
         super().__init__(step_size, burn_in, max_depth, target_accept, gamma, t0, kappa, init_buffer, term_buffer,
                          base_window)
         if estimator not in ESTIMATORS:
@@ -536,6 +514,9 @@ class AdaptedNUTS(NUTS):
                 or not 0 <= early_update_gradients <= 2 ** 53:
             raise ValueError(f"early_update_gradients must be an integer >= 0, got {early_update_gradients}")
         self.early_update_gradients = int(early_update_gradients)
+        self.update_wait = float(update_wait)
+        if not (math.isfinite(self.update_wait) and 0.0 <= self.update_wait <= 1e6):
+            raise ValueError(f"update_wait must be a number in [0, 1e6], got {update_wait}")
         self.window_growth = float(window_growth)
         if not (math.isfinite(self.window_growth) and self.window_growth >= 1.0):
             raise ValueError(f"window_growth must be a finite number >= 1, got {window_growth}")
@@ -567,7 +548,7 @@ class AdaptedNUTS(NUTS):
                          self.window_growth, self.update_every, self.rank_gamma, self.eigval_cutoff,
                          ESTIMATORS.index(self.estimator), SCHEDULES.index(self.schedule), self._window_start,
                          self.early_update_every, self.early_update_gradients, self.converge_cutoff,
-                         self.rank_ridge_power, self.sampling_jitter],
+                         self.rank_ridge_power, self.sampling_jitter, self.update_wait],
                         dtype=float)
 
     def skip(self, target: Target) -> tuple[bool, str]:
@@ -681,7 +662,7 @@ class AdaptedNUTS(NUTS):
             info.update(early_end=self.early_end, final_window_start=self.final_start, early_switch=self.early_switch,
                         window=self.window, window_growth=self.window_growth, max_step=self.max_step,
                         update_every=self.update_every, early_update_every=self.early_update_every,
-                        early_update_gradients=self.early_update_gradients,
+                        early_update_gradients=self.early_update_gradients, update_wait=self.update_wait,
                         switches=nutpie_switches(self.burn_in, self.early_window, self.step_size_window,
                                                  self.early_switch, self.window, self.window_growth))
             info.pop("window_ends", None)

@@ -328,6 +328,27 @@ def test_early_updates_once_the_trees_spent_enough_gradients(early_update_every,
                and t not in switches)  # the gradient rule fired between the draw rule's updates
 
 
+@pytest.mark.parametrize("update_wait", [20.0, 60.0])
+def test_updates_after_the_early_phase_wait_for_kappa_d_squared_gradients(update_wait):
+    """After the early phase an update between switches also waits until the trees since the
+    last change spent κd² gradients (``update_wait``); the early phase and the switches do not
+    wait; κ = 0 is the schedule without it."""
+    d = 3
+    s, switches, changes, spent = _schedule_run(300, d, update_every=10, early_update_every=10, update_wait=update_wait)
+    expected, last, since = [], 0, 0
+    for t in range(s.final_start):
+        since += spent[t]
+        early = t < s.early_end
+        due = t in switches or (t - last >= 10 and (early or since >= update_wait * d * d))
+        if due and t > 0:
+            expected.append(t)
+            last, since = t, 0
+    assert changes == expected
+    without = _schedule_run(300, d, update_every=10, early_update_every=10)[2]
+    assert changes != without  # it waited
+    assert [t for t in changes if t < s.early_end] == [t for t in without if t < s.early_end]
+
+
 def test_describe_and_settings():
     info = AdaptedNUTS(burn_in=500).describe()
     assert info["adaptation"] == "finite" and info["kernel"].startswith("fixed after warm-up")
@@ -340,7 +361,9 @@ def test_describe_and_settings():
                             ({"window_growth": 0.5}, "window_growth must be"),
                             ({"early_update_every": 0}, "early_update_every must be"),
                             ({"early_update_gradients": -1}, "early_update_gradients must be"),
-                            ({"early_update_gradients": 2.5}, "early_update_gradients must be")]:
+                            ({"early_update_gradients": 2.5}, "early_update_gradients must be"),
+                            ({"update_wait": -0.1}, "update_wait must be"),
+                            ({"update_wait": float("inf")}, "update_wait must be")]:
         with pytest.raises(ValueError, match=f"^{message}"):
             AdaptedNUTS(**kwargs)
 
